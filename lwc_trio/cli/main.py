@@ -1,0 +1,84 @@
+"""The `lwc` entry point: global options, subcommand dispatch, error printing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from lwc_trio import __version__
+from lwc_trio.cli.output import print_error
+from lwc_trio.exceptions import CliError, UsageError
+
+SCOPES = ("project", "global", "all")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one JSON line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _common() -> argparse.ArgumentParser:
+    # Accepted before or after the subcommand; SUPPRESS keeps a value given
+    # before the subcommand from being reset by the subparser's default.
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--scope", choices=SCOPES, default=argparse.SUPPRESS, type=str.lower,
+        help="which Wiki store a command acts on (default: project)",
+    )
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS,
+        help="machine output on stdout (the default when stdout is not a terminal)",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole `lwc` command tree."""
+    common = _common()
+    parser = _Parser(prog="lwc", parents=[common], description="LWC memory-and-code MCP server")
+    parser.add_argument("--version", action="version", version=f"lwc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    from lwc_trio.cli import serve
+
+    serve.register(sub, common)
+    for name in ("wiki", "cg", "agent"):
+        try:
+            module = __import__(f"lwc_trio.cli.{name}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"lwc_trio.cli.{name}":
+                raise
+            continue
+        module.register(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `lwc`; returns the process exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        args.scope = getattr(args, "scope", "project")
+        args.json = getattr(args, "json", False)
+        return int(args.func(args))
+    except UsageError as exc:
+        print_error(exc.code, exc.message)
+        return 2
+    except CliError as exc:
+        print_error(exc.code, exc.message)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # A reader that went away (`lwc page list | head`) is not an error.
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
