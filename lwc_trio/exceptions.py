@@ -15,6 +15,17 @@ class LwcError(Exception):
             self.code = code
 
 
+class PathRuleError(LwcError):
+    """A path broke a rule of SPEC §1/§3.
+
+    `code` is one of `invalid_project_path`, `project_path_outside_workspace`,
+    `workspace_too_broad` or `invalid_workspace`; `message` names the field and the rule.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message, code=code)
+
+
 class UsageError(LwcError):
     """Command-line usage or validation failure (exit 2)."""
 

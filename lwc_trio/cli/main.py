@@ -26,11 +26,16 @@ def _common() -> argparse.ArgumentParser:
     # before the subcommand from being reset by the subparser's default.
     common = _Parser(add_help=False)
     common.add_argument(
-        "--scope", choices=SCOPES, default=argparse.SUPPRESS, type=str.lower,
+        "--scope",
+        choices=SCOPES,
+        default=argparse.SUPPRESS,
+        type=str.lower,
         help="which Wiki store a command acts on (default: project)",
     )
     common.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS,
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
         help="machine output on stdout (the default when stdout is not a terminal)",
     )
     return common

@@ -1,0 +1,1 @@
+"""The Trio shell: transport, dispatcher, authorizer and plane-worker actors."""

@@ -1,0 +1,189 @@
+"""Plane workers: one actor per plane, its engine, faults, and the ask() side.
+
+A request task `ask()`s a plane by sending a `PlaneJob` into the worker's
+mailbox together with a one-shot reply channel and a cancel scope carrying the
+plane deadline. The worker serves each job in its own task inside that scope.
+If the worker dies (a `crash` fault, or its engine blowing up), its nursery
+cancels every job, each job's reply channel closes, and every waiting request
+learns `<plane>_crashed` at once; the supervisor then starts a fresh worker on
+the same mailbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, Final
+
+import attrs
+import trio
+
+from lwc_trio.faults import Fault, FaultPlan
+from lwc_trio.protocol.results import check_plane, fault_code, plane_error
+
+log = logging.getLogger("lwc.planes")
+
+Engine = Callable[[Any], Awaitable[dict[str, Any]]]
+EngineFactory = Callable[[], Any]  # () -> async context manager yielding an Engine
+
+MAILBOX_SIZE: Final = 64
+"""Jobs waiting for a worker; senders block beyond this."""
+MEMORY_THREADS: Final = 8
+"""SQLite reader threads at once (one connection per thread)."""
+LATE_MARGIN: Final = 0.05
+"""How long a request waits past the plane deadline for the worker's own
+timeout answer before concluding the worker itself is stuck."""
+
+GARBAGE: Final = {"state": "ready", "results": "\x00garbage"}
+"""What a `garbage` fault makes a plane answer: the right state, a wrong shape."""
+
+
+class WorkerCrashed(Exception):
+    """A plane worker died (injected `crash`); its supervisor restarts it."""
+
+
+class InjectedFault(Exception):
+    """An injected `raise`."""
+
+
+@attrs.define(eq=False)
+class PlaneJob:
+    """One request for a plane: payload, deadline scope and reply mailbox."""
+
+    payload: Any
+    scope: trio.CancelScope
+    reply: trio.MemorySendChannel[Any]
+
+
+@attrs.define(eq=False)
+class PlaneWorker:
+    """The actor serving one plane's mailbox until it is cancelled or crashes."""
+
+    plane: str
+    inbox: trio.MemoryReceiveChannel[PlaneJob]
+    faults: FaultPlan
+    open_engine: EngineFactory
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve jobs concurrently; raises `WorkerCrashed` on an injected crash."""
+        async with self.open_engine() as engine, trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                # The mailbox outlives this worker, so it is not closed here.
+                job = await self.inbox.receive()
+                fault = self.faults.next(self.plane)
+                if fault is not None and fault.kind == "crash":
+                    await job.reply.aclose()
+                    raise WorkerCrashed(f"{self.plane} worker crashed (injected fault)")
+                nursery.start_soon(self._serve, job, engine, fault)
+
+    async def _serve(self, job: PlaneJob, engine: Engine, fault: Fault | None) -> None:
+        async with job.reply:
+            answer: Any = None
+            with job.scope:
+                try:
+                    answer = await self._answer(job.payload, engine, fault)
+                except Exception as exc:
+                    log.warning("%s plane failed: %r", self.plane, exc)
+                    answer = plane_error(
+                        fault_code(self.plane, "internal"),
+                        f"{self.plane} plane failed: {type(exc).__name__}",
+                    )
+            if job.scope.cancelled_caught:
+                answer = _timeout(self.plane)
+            # The request may have given up first; then nobody is waiting.
+            with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
+                job.reply.send_nowait(answer)
+
+    async def _answer(self, payload: Any, engine: Engine, fault: Fault | None) -> Any:
+        if fault is not None:
+            if fault.kind == "hang":
+                await trio.sleep_forever()
+            elif fault.kind == "delay":
+                await trio.sleep(fault.delay)
+            elif fault.kind == "raise":
+                raise InjectedFault(f"{self.plane} plane raised (injected fault)")
+            elif fault.kind == "garbage":
+                return dict(GARBAGE)
+        return await engine(payload)
+
+
+def _timeout(plane: str) -> dict[str, Any]:
+    return plane_error(fault_code(plane, "timeout"), f"{plane} plane did not answer in time")
+
+
+async def ask(
+    mailbox: trio.MemorySendChannel[PlaneJob], plane: str, payload: Any, deadline: float
+) -> dict[str, Any]:
+    """Run `payload` on a plane until `deadline` (trio time); always returns a plane object.
+
+    Whatever goes wrong on the plane's side (timeout, crash, garbage, an
+    exception) comes back as that plane's `state: error`; only this request's
+    own cancellation propagates.
+    """
+    reply_send, reply_recv = trio.open_memory_channel[Any](1)
+    job = PlaneJob(payload, trio.CancelScope(deadline=deadline), reply_send)
+    try:
+        async with reply_recv:
+            with trio.move_on_at(deadline + LATE_MARGIN):
+                try:
+                    await mailbox.send(job)
+                except trio.BrokenResourceError:
+                    return _crashed(plane)
+                try:
+                    answer = await reply_recv.receive()
+                except trio.EndOfChannel:
+                    return _crashed(plane)
+                if not check_plane(plane, answer):
+                    return plane_error(
+                        fault_code(plane, "bad_response"),
+                        f"{plane} plane answered with a malformed result",
+                    )
+                return dict(answer)
+            return _timeout(plane)
+    finally:
+        # However this request ends, the job it started ends with it.
+        job.scope.cancel()
+
+
+def _crashed(plane: str) -> dict[str, Any]:
+    return plane_error(fault_code(plane, "crashed"), f"{plane} plane worker crashed; restarted")
+
+
+@asynccontextmanager
+async def memory_engine(config: Any) -> AsyncIterator[Engine]:
+    """The memory plane: SQLite searches in worker threads under a limiter."""
+    from lwc_trio.memory.engine import explore_memory
+
+    limiter = trio.CapacityLimiter(MEMORY_THREADS)
+
+    async def run(query: Any) -> dict[str, Any]:
+        cancelled = threading.Event()
+        try:
+            result: dict[str, Any] = await trio.to_thread.run_sync(
+                partial(explore_memory, query, cancelled=cancelled),
+                limiter=limiter,
+                abandon_on_cancel=True,
+            )
+        except trio.Cancelled:
+            # The thread's SQLite progress handler sees this and stops.
+            cancelled.set()
+            raise
+        return result
+
+    yield run
+
+
+@asynccontextmanager
+async def code_engine(config: Any) -> AsyncIterator[Engine]:
+    """The code plane: the supervised CodeGraph child, started lazily."""
+    from lwc_trio.codegraph.plane import CodePlaneConfig, open_code_plane
+
+    async with open_code_plane(
+        CodePlaneConfig(call_timeout=config.code_timeout, env=config.env)
+    ) as plane:
+        yield plane.explore

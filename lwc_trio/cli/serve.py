@@ -1,0 +1,159 @@
+"""`lwc serve --mcp`: validate every flag, bind the workspace, run the server.
+
+Everything that can be wrong with the command line is found here, before a
+single byte is served (exit 2); start-up failures exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from lwc_trio import __version__
+from lwc_trio.config import DEFAULT_CODE_TIMEOUT, DEFAULT_MEMORY_TIMEOUT, ServerConfig
+from lwc_trio.exceptions import CliError, LwcError, PathRuleError, UsageError
+from lwc_trio.faults import FaultPlan
+
+HTTP_ONLY: Final = (
+    "http_listen",
+    "http_base_path",
+    "http_allow_remote",
+    "http_token_file",
+    "http_allowed_host",
+)
+_FLAG_NAMES: Final = {name: "--" + name.replace("_", "-") for name in HTTP_ONLY}
+ALLOW_SCOPES: Final = {
+    "project": frozenset({"project"}),
+    "global": frozenset({"global"}),
+    "all": frozenset({"project", "global"}),
+}
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `serve` to the command tree."""
+    p = sub.add_parser("serve", parents=[common], help="run the MCP server (needs --mcp)")
+    p.add_argument("--mcp", action="store_true", help="serve the Model Context Protocol")
+    p.add_argument("--path", help="workspace directory (default: the working directory)")
+    p.add_argument("--allow-scope", type=str.lower, choices=sorted(ALLOW_SCOPES))
+    p.add_argument("--memory-timeout", type=_seconds("--memory-timeout"))
+    p.add_argument("--code-timeout", type=_seconds("--code-timeout"))
+    p.add_argument("--transport", type=str.lower, choices=("stdio", "http"), default="stdio")
+    p.add_argument("--http-listen", metavar="HOST:PORT")
+    p.add_argument("--http-base-path", metavar="/PATH")
+    p.add_argument("--http-allow-remote", action="store_true", default=None)
+    p.add_argument("--http-token-file", metavar="FILE")
+    p.add_argument("--http-allowed-host", action="append", metavar="NAME")
+    p.set_defaults(func=run)
+
+
+def _seconds(flag: str) -> Any:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive number of seconds")
+        return value
+
+    return parse
+
+
+def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
+    """Turn parsed flags into a `ServerConfig`.
+
+    Raises:
+        UsageError: anything wrong with the command line (exit 2).
+    """
+    if not args.mcp:
+        raise UsageError("lwc serve needs --mcp (the only serve mode)", code="invalid_serve_mode")
+    if args.transport == "stdio":
+        for name in HTTP_ONLY:
+            if getattr(args, name) is not None:
+                raise UsageError(f"{_FLAG_NAMES[name]} is only valid with --transport http")
+    from lwc_trio.paths import validate_workspace
+
+    try:
+        workspace = validate_workspace(args.path if args.path is not None else os.getcwd(), env)
+    except PathRuleError as exc:
+        raise UsageError(exc.message, code=exc.code) from None
+    except OSError as exc:  # the working directory itself vanished
+        raise UsageError(f"--path: {exc.strerror}", code="invalid_workspace") from None
+    allow = args.allow_scope or "all"
+    return ServerConfig(
+        workspace=workspace,
+        home=Path(env.get("HOME") or os.path.expanduser("~")),
+        env=dict(env),
+        version=__version__,
+        allowed_scopes=ALLOW_SCOPES[allow],
+        memory_timeout=args.memory_timeout or DEFAULT_MEMORY_TIMEOUT,
+        code_timeout=args.code_timeout or DEFAULT_CODE_TIMEOUT,
+    )
+
+
+def _configure_logging(env: dict[str, str]) -> None:
+    level = (env.get("LWC_LOG") or "").strip().lower()
+    levels = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+    root = logging.getLogger("lwc")
+    root.propagate = False
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("lwc %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    # A healthy session prints nothing unless LWC_LOG asks for it.
+    root.setLevel(levels.get(level, logging.ERROR))
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `serve` command."""
+    env = dict(os.environ)
+    config = build_config(args, env)
+    try:
+        faults = FaultPlan.from_env(env.get("LWC_FAULTS"))
+    except LwcError as exc:
+        raise UsageError(exc.message, code=exc.code) from None
+    _configure_logging(env)
+    if faults.active:
+        for line in faults.describe():
+            sys.stderr.write(f"lwc: LWC_FAULTS active: {line}\n")
+        sys.stderr.flush()
+    if args.transport == "http":
+        raise CliError("http_unavailable", "the HTTP transport is not available in this build")
+    return _run_stdio(config, faults)
+
+
+def _run_stdio(config: ServerConfig, faults: FaultPlan) -> int:
+    import trio
+
+    from lwc_trio.actors.supervisor import serve_stdio
+
+    # Protocol bytes get a private copy of stdout; fd 1 itself is pointed at
+    # stderr, so a stray print() (ours, a library's, or a C extension's) can
+    # never corrupt the wire.
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    stdin_fd = os.dup(0)
+
+    async def main() -> int:
+        stdin = trio.lowlevel.FdStream(stdin_fd)
+        stdout = trio.lowlevel.FdStream(protocol_fd)
+        try:
+            return await serve_stdio(config, faults, stdin, stdout)
+        finally:
+            # FdStream made these non-blocking; a terminal left that way would
+            # confuse the shell after we exit.
+            for fd in (stdin_fd, protocol_fd):
+                with contextlib.suppress(OSError):
+                    os.set_blocking(fd, True)
+            with trio.CancelScope(shield=True):
+                for stream in (stdin, stdout):
+                    with contextlib.suppress(OSError):
+                        await stream.aclose()
+
+    return trio.run(main)

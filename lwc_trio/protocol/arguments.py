@@ -1,0 +1,190 @@
+"""Strict validation of `lwc_explore` arguments (SPEC §2).
+
+One cattrs `Converter` sits at the wire boundary. Its primitive hooks are
+strict: cattrs would happily turn `"3"` into 3 and `True` into 1, which the
+contract forbids. Fields are checked in the SPEC's order and the first error
+wins, so the model gets one precise correction at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import attrs
+import cattrs
+
+from lwc_trio.protocol.tool import (
+    DEFAULT_MAX_DOCUMENTS,
+    DEFAULT_MAX_FILES,
+    LIMIT_MAX,
+    LIMIT_MIN,
+    MODES,
+    PATH_MAX,
+    QUERY_MAX,
+    SCOPES,
+)
+
+Mode = Literal["memory", "code", "all"]
+Scope = Literal["project", "global", "all"]
+
+
+@attrs.frozen
+class ExploreArgs:
+    """Arguments that passed every wire-level rule (paths not yet authorized)."""
+
+    query: str
+    projectPath: str
+    mode: Mode = "memory"
+    scope: Scope = "all"
+    maxDocuments: int = DEFAULT_MAX_DOCUMENTS
+    maxFiles: int = DEFAULT_MAX_FILES
+
+    @property
+    def wants_memory(self) -> bool:
+        return self.mode in ("memory", "all")
+
+    @property
+    def wants_code(self) -> bool:
+        return self.mode in ("code", "all")
+
+
+@attrs.frozen
+class ArgumentError(Exception):
+    """An argument broke a rule: becomes an `isError` tool result."""
+
+    code: str
+    message: str
+    field: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+class _WrongType(TypeError):
+    pass
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return f"{value!r} (not an integer)" if value.is_integer() else "a non-integer number"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise _WrongType(f"must be a string, got {_describe(value)}")
+    return value
+
+
+def _strict_int(value: Any, _: type) -> int:
+    # bool is an int subclass and 3.0 a float: both are refused here.
+    if type(value) is not int:
+        raise _WrongType(f"must be an integer, got {_describe(value)}")
+    return value
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(str, _strict_str)
+    conv.register_structure_hook(int, _strict_int)
+    return conv
+
+
+CONVERTER: Final = _make_converter()
+"""The converter for everything that comes off the wire."""
+
+_FIELDS: Final = tuple(a.name for a in attrs.fields(ExploreArgs))
+
+
+def _limit(value: Any) -> None:
+    CONVERTER.structure(value, int)
+    if not LIMIT_MIN <= value <= LIMIT_MAX:
+        raise _WrongType(f"must be from {LIMIT_MIN} to {LIMIT_MAX}, got {value}")
+
+
+def _choice(value: Any, choices: tuple[str, ...]) -> None:
+    CONVERTER.structure(value, str)
+    if value not in choices:
+        raise _WrongType(f"must be one of {', '.join(choices)}, got {value!r}")
+
+
+def validate(arguments: Any) -> ExploreArgs:
+    """Check raw `arguments` in SPEC order.
+
+    Raises:
+        ArgumentError: the first rule broken, naming the field as sent.
+    """
+    if not isinstance(arguments, dict):
+        raise ArgumentError(
+            "invalid_arguments",
+            f"arguments must be an object, got {_describe(arguments)}",
+            "arguments",
+        )
+    for key in arguments:
+        if key not in _FIELDS:
+            raise ArgumentError(
+                "invalid_arguments",
+                f"$.{key} is not a known argument (known: {', '.join(_FIELDS)})",
+                key,
+            )
+    _check_query(arguments)
+    _check_project_path(arguments)
+    given = {k: v for k, v in arguments.items() if v is not None}
+    for field in ("mode", "scope", "maxDocuments", "maxFiles"):
+        if field in given:
+            value = given[field]
+            try:
+                if field == "mode":
+                    _choice(value, MODES)
+                elif field == "scope":
+                    _choice(value, SCOPES)
+                else:
+                    _limit(value)
+            except _WrongType as exc:
+                raise ArgumentError("invalid_arguments", f"$.{field} {exc}", field) from None
+    return CONVERTER.structure(given, ExploreArgs)
+
+
+def _check_query(arguments: dict[str, Any]) -> None:
+    if "query" not in arguments or arguments["query"] is None:
+        raise ArgumentError("invalid_query", "$.query is required", "query")
+    query = arguments["query"]
+    try:
+        CONVERTER.structure(query, str)
+    except _WrongType as exc:
+        raise ArgumentError("invalid_query", f"$.query {exc}", "query") from None
+    if not query.strip():
+        rule = "must not be empty" if not query else "must not be whitespace only"
+        raise ArgumentError("invalid_query", f"$.query {rule}", "query")
+    if len(query) > QUERY_MAX:
+        raise ArgumentError(
+            "invalid_query",
+            f"$.query must be at most {QUERY_MAX:,} characters, got {len(query):,}",
+            "query",
+        )
+
+
+def _check_project_path(arguments: dict[str, Any]) -> None:
+    if "projectPath" not in arguments or arguments["projectPath"] is None:
+        raise ArgumentError("invalid_project_path", "$.projectPath is required", "projectPath")
+    path = arguments["projectPath"]
+    try:
+        CONVERTER.structure(path, str)
+    except _WrongType as exc:
+        raise ArgumentError("invalid_project_path", f"$.projectPath {exc}", "projectPath") from None
+    if len(path) > PATH_MAX:
+        raise ArgumentError(
+            "invalid_project_path",
+            f"$.projectPath must be at most {PATH_MAX:,} characters, got {len(path):,}",
+            "projectPath",
+        )

@@ -1,0 +1,147 @@
+"""The `lwc_explore` result object, its fixed key order, and plane-output checks.
+
+Key order of the result (documented in docs/mcp-reference.md):
+`query, projectPath, mode, scope, memory, codeGraph, partial (mode all only), timings`.
+The text block is the same object as compact JSON with `ensure_ascii=False`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
+
+NOT_REQUESTED: Final = {"state": "not_requested"}
+
+MEMORY_CODES: Final = frozenset(
+    {
+        "store_not_found",
+        "store_path_invalid",
+        "store_corrupt",
+        "unsupported_store_version",
+        "store_busy",
+        "store_needs_recovery",
+        "memory_timeout",
+        "memory_internal",
+        "memory_crashed",
+        "memory_bad_response",
+    }
+)
+CODE_CODES: Final = frozenset(
+    {
+        "codegraph_runtime_missing",
+        "codegraph_index_missing",
+        "codegraph_index_invalid",
+        "codegraph_timeout",
+        "codegraph_crashed",
+        "codegraph_bad_response",
+        "codegraph_tool_error",
+        "code_internal",
+    }
+)
+_PREFIX: Final = {"memory": "memory", "code": "code"}
+
+
+def plane_error(code: str, message: str) -> dict[str, Any]:
+    """`{"state": "error", "error": {code, message}}`."""
+    return {"state": "error", "error": {"code": code, "message": message}}
+
+
+def fault_code(plane: str, outcome: str) -> str:
+    """`memory_timeout`, `codegraph_timeout`, `code_internal`… for a plane outcome."""
+    if plane == "code" and outcome != "internal":
+        return f"codegraph_{outcome}"
+    return f"{plane}_{outcome}"
+
+
+def _is_error_object(obj: Any, codes: frozenset[str]) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("code"), str)
+        and obj["code"] in codes
+        and isinstance(obj.get("message"), str)
+    )
+
+
+def _is_next_action(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("command"), str)
+        and isinstance(obj.get("cwd"), str)
+    )
+
+
+def check_plane(plane: str, obj: Any) -> bool:
+    """True when a plane's answer has the SPEC §2.1 shape for that plane.
+
+    A plane that answers anything else is reported as `<plane>_bad_response`
+    rather than passed on to the client.
+    """
+    if not isinstance(obj, dict):
+        return False
+    codes = MEMORY_CODES if plane == "memory" else CODE_CODES
+    state = obj.get("state")
+    if state == "unavailable":
+        return _is_error_object(obj.get("error"), codes) and _is_next_action(obj.get("nextAction"))
+    if state == "error":
+        return _is_error_object(obj.get("error"), codes)
+    if state != "ready":
+        return False
+    if plane == "memory":
+        return all(isinstance(obj.get(k), list) for k in ("stores", "results", "pages", "graph"))
+    return (
+        isinstance(obj.get("text"), str)
+        and isinstance(obj.get("truncated"), bool)
+        and isinstance(obj.get("files"), list)
+        and all(isinstance(f, str) for f in obj["files"])
+    )
+
+
+def build_result(
+    args: ExploreArgs,
+    project_path: str,
+    memory: dict[str, Any],
+    code: dict[str, Any],
+    memory_ms: int | None,
+    code_ms: int | None,
+) -> tuple[dict[str, Any], bool]:
+    """The result object in its fixed key order, and whether it `isError`."""
+    memory_ready = memory.get("state") == "ready"
+    code_ready = code.get("state") == "ready"
+    out: dict[str, Any] = {
+        "query": args.query,
+        "projectPath": project_path,
+        "mode": args.mode,
+        "scope": args.scope,
+        "memory": memory,
+        "codeGraph": code,
+    }
+    if args.mode == "all":
+        out["partial"] = memory_ready != code_ready
+        is_error = not (memory_ready or code_ready)
+    elif args.mode == "memory":
+        is_error = not memory_ready
+    else:
+        is_error = not code_ready
+    out["timings"] = {"memoryMs": memory_ms, "codeMs": code_ms}
+    return out, is_error
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, non-ASCII kept as is (the text block's form)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_result(structured: dict[str, Any], is_error: bool) -> dict[str, Any]:
+    """A `tools/call` result: structured content plus the same object as text."""
+    return {
+        "content": [{"type": "text", "text": dumps(structured)}],
+        "structuredContent": structured,
+        "isError": is_error,
+    }
+
+
+def argument_error_result(err: ArgumentError) -> dict[str, Any]:
+    """An argument error as an `isError` tool result the model can act on."""
+    return tool_result(err.to_json(), True)
