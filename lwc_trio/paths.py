@@ -1,0 +1,223 @@
+"""Path rules (SPEC §1 `--path`, §3): the workspace, projectPath authorization, upward store lookup.
+
+Pure and synchronous: these functions touch the filesystem only through `os.lstat`, `os.stat` and
+`os.path.realpath`, never import trio, and are run by the authorizer actor in a worker thread.
+Every rejection is a `PathRuleError` whose message names the rule broken and never carries file
+contents (nor the path itself, which may be huge or contain control bytes).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from lwc_trio.exceptions import PathRuleError
+
+__all__ = [
+    "MAX_PATH_CHARS",
+    "SYSTEM_ROOTS",
+    "PathRuleError",
+    "authorize_project_path",
+    "is_within",
+    "nearest_upward",
+    "prohibited_roots",
+    "validate_workspace",
+]
+
+MAX_PATH_CHARS = 4096
+
+# SPEC §3, verbatim. Linux and macOS roots share one list: a root that does not exist on this
+# machine canonicalises to itself and can never equal an existing canonical directory.
+SYSTEM_ROOTS: tuple[str, ...] = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root", "/run", "/sbin",
+    "/srv", "/sys", "/usr", "/var", "/Library", "/Applications", "/System", "/private",
+    "/private/etc", "/private/var",
+)  # fmt: skip
+
+# Kernel-synthesised trees: `/proc/self/cwd/x` or `/dev/fd/3` can reach real directories anywhere,
+# so no path through them is ever authorized, whatever it resolves to.
+_VIRTUAL_TREES: tuple[str, ...] = ("/proc", "/sys", "/dev")
+
+
+def _canonical_loose(raw: str) -> Path:
+    # Non-strict: a root that does not exist still gets a comparable, normalised form.
+    return Path(os.path.realpath(raw))
+
+
+def prohibited_roots(env: Mapping[str, str]) -> frozenset[Path]:
+    """The canonical roots a workspace or projectPath may never be exactly (SPEC §3).
+
+    `/`, `$HOME`, `$TMPDIR`, `/tmp` and `SYSTEM_ROOTS`, each canonicalised so that e.g.
+    `/private/tmp` counts as `/tmp` on macOS. Unset, empty or relative HOME/TMPDIR values are
+    ignored: a relative one would resolve against the cwd and forbid an arbitrary directory.
+    Never raises.
+    """
+    raws = ["/", "/tmp", *SYSTEM_ROOTS]
+    for name in ("HOME", "TMPDIR"):
+        value = env.get(name, "")
+        if value.startswith("/") and "\0" not in value:
+            raws.append(value)
+    roots: set[Path] = set()
+    for raw in raws:
+        try:
+            roots.add(_canonical_loose(raw))
+        except (OSError, ValueError):  # pragma: no cover - realpath(strict=False) barely raises
+            continue
+    return frozenset(roots)
+
+
+def is_within(child: Path, parent: Path) -> bool:
+    """True when `child` is `parent` or below it, comparing whole components.
+
+    Both paths should be canonical: this is lexical, so `/ws-evil` is not inside `/ws`.
+    """
+    parts = parent.parts
+    return child.parts[: len(parts)] == parts
+
+
+def _under_virtual_tree(path: Path) -> bool:
+    for tree in _VIRTUAL_TREES:
+        # Both the literal and the canonical form, in case a platform links one of them.
+        if is_within(path, Path(tree)) or is_within(path, _canonical_loose(tree)):
+            return True
+    return False
+
+
+def _is_utf8(text: str) -> bool:
+    # Paths go back to the client in JSON and to the CodeGraph child as UTF-8; a lone surrogate
+    # (e.g. a non-UTF-8 byte smuggled in through surrogateescape) can do neither.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _project_error(rule: str) -> PathRuleError:
+    return PathRuleError("invalid_project_path", f"projectPath {rule}")
+
+
+def _check_lexical(path: str) -> None:
+    """Rules that need no filesystem access; raises `PathRuleError`."""
+    if not path.startswith("/"):
+        raise _project_error("must be absolute")
+    if len(path) > MAX_PATH_CHARS:
+        raise _project_error(f"must be at most {MAX_PATH_CHARS:,} characters")
+    if "\0" in path:
+        raise _project_error("must not contain a NUL byte")
+    if not _is_utf8(path):
+        raise _project_error("must be valid UTF-8")
+    # "/" has no components; otherwise "//", "/./" and "/../" all show up here.
+    if path != "/" and any(part in ("", ".", "..") for part in path[1:].split("/")):
+        raise _project_error("must not contain '.', '..' or empty components")
+
+
+def _os_error(exc: OSError) -> PathRuleError:
+    if isinstance(exc, FileNotFoundError):
+        return _project_error("does not exist")
+    # strerror is the OS's wording ("Permission denied", "File name too long"), never file data.
+    return _project_error(f"cannot be resolved: {exc.strerror or type(exc).__name__}")
+
+
+def authorize_project_path(raw: str, workspace: Path, env: Mapping[str, str]) -> Path:
+    """Apply SPEC §3 to a projectPath and return its canonical directory.
+
+    `workspace` must already be canonical (see `validate_workspace`). The rules run in the
+    SPEC's order. Raises `PathRuleError` with code `project_path_outside_workspace` when only
+    the final containment rule fails, `invalid_project_path` for every other failure
+    (including any `OSError` or unencodable string).
+    """
+    # "/" alone must survive so that it fails later as a prohibited root, not as relative.
+    path = raw.rstrip("/") or ("/" if raw else "")
+    _check_lexical(path)
+    try:
+        # lstat: the last component itself must not be a link (parents may be, and are resolved).
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise _project_error("must not be a symbolic link")
+        # strict=True: a missing component is an error, not something resolved by guesswork.
+        canonical = os.path.realpath(path, strict=True)
+        is_dir = stat.S_ISDIR(os.stat(canonical).st_mode)
+    except OSError as exc:
+        raise _os_error(exc) from None
+    except ValueError:  # pragma: no cover - NUL is caught lexically; kept as a backstop
+        raise _project_error("is not a valid path") from None
+    if not is_dir:
+        raise _project_error("must be a directory")
+    if not _is_utf8(canonical):
+        raise _project_error("must resolve to a valid UTF-8 path")
+    resolved = Path(canonical)
+    if resolved in prohibited_roots(env):
+        raise _project_error("must not be the filesystem root, $HOME, a temp root or a system root")
+    if _under_virtual_tree(Path(path)) or _under_virtual_tree(resolved):
+        raise _project_error("must not lie under /proc, /sys or /dev")
+    if not is_within(resolved, workspace):
+        raise PathRuleError(
+            "project_path_outside_workspace", "projectPath must be the workspace or inside it"
+        )
+    return resolved
+
+
+def validate_workspace(raw: str, env: Mapping[str, str]) -> Path:
+    """Canonicalise the `--path` value (relative to the cwd) and return the workspace.
+
+    Raises `PathRuleError`: `invalid_workspace` when it is empty, unencodable, missing, not a
+    directory or under /proc, /sys or /dev; `workspace_too_broad` when it is exactly a
+    prohibited root (`/`, `$HOME`, a temp root, a system root).
+    """
+
+    def invalid(rule: str) -> PathRuleError:
+        return PathRuleError("invalid_workspace", f"--path {rule}")
+
+    if not raw:
+        raise invalid("must not be empty")
+    if "\0" in raw or not _is_utf8(raw):
+        raise invalid("must be a valid UTF-8 path without NUL bytes")
+    try:
+        canonical = os.path.realpath(raw, strict=True)
+        is_dir = stat.S_ISDIR(os.stat(canonical).st_mode)
+    except FileNotFoundError:
+        raise invalid("does not exist") from None
+    except OSError as exc:
+        raise invalid(f"cannot be resolved: {exc.strerror or type(exc).__name__}") from None
+    except ValueError:  # pragma: no cover - NUL is caught above; kept as a backstop
+        raise invalid("is not a valid path") from None
+    if not is_dir:
+        raise invalid("must be a directory")
+    if not _is_utf8(canonical):
+        raise invalid("must resolve to a valid UTF-8 path")
+    workspace = Path(canonical)
+    if workspace in prohibited_roots(env):
+        raise PathRuleError(
+            "workspace_too_broad",
+            "--path must not be the filesystem root, $HOME, a temp root or a system root",
+        )
+    # Not in SPEC §1, but every projectPath inside such a workspace would fail §3 anyway:
+    # refusing at start-up beats a server that can answer nothing.
+    if _under_virtual_tree(workspace):
+        raise invalid("must not lie under /proc, /sys or /dev")
+    return workspace
+
+
+def nearest_upward(start: Path, root: Path, relative: str) -> Path | None:
+    """The first `dir/relative` that exists (even as a dangling link), for dir from `start` up
+    to `root` inclusive; None when there is none or `start` is not inside `root`.
+
+    Never looks above `root`. `os.path.lexists` is used so that a symlinked store is found and
+    the caller can refuse it, rather than silently skipping to one further up. Raises
+    `ValueError` when `relative` is absolute or contains `..`, which would escape `root`.
+    """
+    rel = Path(relative)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"relative must stay below its directory: {relative!r}")
+    if not is_within(start, root):
+        return None
+    current = start
+    while True:
+        candidate = current / rel
+        if os.path.lexists(candidate):
+            return candidate
+        if current == root or current.parent == current:
+            return None
+        current = current.parent
