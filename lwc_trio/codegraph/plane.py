@@ -1,0 +1,185 @@
+"""The code plane: readiness, one lazily started CodeGraph child, one call in flight (SPEC §5).
+
+`open_code_plane` owns a nursery holding at most one live `CodeGraphChild` — for the index root
+of the latest call, replaced when the root changes, restarted after any kill. Calls take a
+single slot, FIFO, with at most `QUEUE_LIMIT` waiting; a call beyond that is answered at once
+with `codegraph_timeout` ("busy") rather than queued without bound.
+
+The slot is held from sending a call until its reply arrives or the child is killed — not until
+the caller returns. A caller cancelled while its call is in flight leaves the slot with the
+request, which frees it when the child's late reply comes (or the watchdog kills the child after
+`call_timeout` in flight). A caller cancelled while queued just leaves the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from lwc_trio.codegraph import wire
+from lwc_trio.codegraph.child import ChildFailed, CodeGraphChild, Failure
+from lwc_trio.codegraph.index import Ready, error_state, readiness
+from lwc_trio.codegraph.result import error_reply_state, interpret_tool_result
+
+__all__ = [
+    "QUEUE_LIMIT",
+    "TOOL_NAME",
+    "CodePlane",
+    "CodePlaneConfig",
+    "CodeQuery",
+    "open_code_plane",
+]
+
+QUEUE_LIMIT = 8
+TOOL_NAME = "codegraph_explore"
+
+
+@attrs.frozen
+class CodeQuery:
+    """One code-mode request, already validated and authorized by the caller."""
+
+    query: str
+    project_path: Path  # canonical, authorized, inside workspace
+    workspace: Path  # canonical
+    max_files: int  # 1..20
+
+
+@attrs.frozen
+class CodePlaneConfig:
+    """`call_timeout` bounds a call in flight (`--code-timeout`); `env` is the server's
+    environment snapshot (HOME, PATH, LANG, LWC_CODEGRAPH_BINARY are read from it)."""
+
+    call_timeout: float = 10.0
+    env: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+
+
+class CodePlane:
+    """Answers code queries with SPEC §2.1 `codeGraph` objects. Use `open_code_plane`."""
+
+    def __init__(self, config: CodePlaneConfig, nursery: trio.Nursery) -> None:
+        self._config = config
+        self._nursery = nursery
+        self._slot = trio.Semaphore(1)
+        self._waiting = 0
+        self._child: CodeGraphChild | None = None
+        self._closed = False
+
+    @property
+    def child_pid(self) -> int | None:
+        """The pid of the live child, if any (for status and tests)."""
+        child = self._child
+        return child.pid if child is not None and child.alive else None
+
+    async def explore(self, q: CodeQuery) -> dict[str, Any]:
+        """Return the SPEC §2.1 codeGraph object: ready {"state","text","truncated","files"} |
+        unavailable | error. Safe to call from many tasks at once.
+
+        Raises only `trio.Cancelled` (the caller's deadline: see the module docstring) and
+        bugs; every failure of the runtime is an `error` object.
+        """
+        ready = readiness(q.project_path, q.workspace, self._config.env)
+        if not isinstance(ready, Ready):
+            return ready
+        if self._waiting >= QUEUE_LIMIT:
+            return error_state(
+                "codegraph_timeout",
+                f"CodeGraph is busy: one call is in flight and {QUEUE_LIMIT} are waiting; "
+                "try again shortly",
+            )
+        self._waiting += 1
+        try:
+            await self._slot.acquire()
+        finally:
+            self._waiting -= 1
+        handed_off = False
+        try:
+            if self._closed:
+                return error_state("code_internal", "the code plane is shutting down")
+            try:
+                child = await self._child_for(ready)
+            except ChildFailed as exc:
+                return exc.failure.state()
+            arguments = {"query": q.query, "maxFiles": q.max_files, "projectPath": str(ready.root)}
+            handed_off = True  # from here the request releases the slot, whenever it settles
+            outcome = await child.call(TOOL_NAME, arguments, on_done=self._slot.release)
+        finally:
+            if not handed_off:
+                self._slot.release()
+        state = self._state_of(outcome)
+        if state is None:
+            failure = Failure(
+                "codegraph_bad_response", "CodeGraph answered the call without text content"
+            )
+            # A child whose answers are unusable is not trusted with the next call; like every
+            # other kill, it is reaped before the error is returned.
+            child.kill(failure)
+            await child.wait_exited()
+            return failure.state()
+        return state
+
+    async def _child_for(self, ready: Ready) -> CodeGraphChild:
+        """The live child for `ready.root`, starting one (and stopping any other) if needed.
+        Called with the slot held, so no request of the old child is in flight."""
+        child = self._child
+        if (
+            child is not None
+            and child.alive
+            and (child.root, child.binary) == (ready.root, ready.binary)
+        ):
+            return child
+        if child is not None:
+            child.kill(Failure("codegraph_crashed", "replaced by a child for another index root"))
+        child = CodeGraphChild(
+            binary=ready.binary,
+            root=ready.root,
+            env=self._config.env,
+            call_timeout=self._config.call_timeout,
+        )
+        self._child = child
+        await self._nursery.start(child.run)
+        await child.handshake()
+        return child
+
+    @staticmethod
+    def _state_of(outcome: wire.Response | Failure) -> dict[str, Any] | None:
+        """The `codeGraph` object for a call's outcome; None when the reply is unusable."""
+        if isinstance(outcome, Failure):
+            return outcome.state()
+        if outcome.error is not None:
+            return error_reply_state(outcome.error)
+        assert outcome.result is not None
+        return interpret_tool_result(outcome.result)
+
+    def close(self) -> None:
+        """Refuse new calls and kill the child; its task reaps it as the nursery winds down."""
+        self._closed = True
+        if self._child is not None:
+            self._child.kill(Failure("code_internal", "the code plane shut down"))
+
+
+@asynccontextmanager
+async def open_code_plane(config: CodePlaneConfig) -> AsyncIterator[CodePlane]:
+    """Run a `CodePlane` for the duration of the block.
+
+    On every exit path (normal, exception, cancellation) the child's process group is SIGKILLed
+    and the child reaped — under a shielded, bounded scope — before this returns.
+    """
+    # The block's own exception is re-raised as is after the nursery closes, so callers see
+    # their ValueError or Cancelled rather than an ExceptionGroup wrapping it.
+    raised: BaseException | None = None
+    async with trio.open_nursery() as nursery:
+        plane = CodePlane(config, nursery)
+        try:
+            yield plane
+        except BaseException as exc:
+            raised = exc
+        finally:
+            plane.close()
+            nursery.cancel_scope.cancel()
+    if raised is not None:
+        raise raised
