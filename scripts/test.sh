@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up everything the test-suite needs on a fresh machine, then run all checks.
+#   ./scripts/test.sh            lint, types and the whole pytest suite
+#   ./scripts/test.sh -k http    extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+CODEGRAPH_DIR=.cache/codegraph
+CODEGRAPH_VERSION=1.6.1
+
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet -e '.[test]'
+
+# The real CodeGraph runtime for the integration tests (npm registry only).
+pkg="$CODEGRAPH_DIR/node_modules/@colbymchenry/codegraph/package.json"
+if ! grep -q "\"version\": \"$CODEGRAPH_VERSION\"" "$pkg" 2>/dev/null; then
+    npm install --silent --no-audit --no-fund --prefix "$CODEGRAPH_DIR" \
+        "@colbymchenry/codegraph@$CODEGRAPH_VERSION" >/dev/null
+fi
+os=$(uname -s | tr '[:upper:]' '[:lower:]')
+case "$(uname -m)" in x86_64|amd64) arch=x64 ;; aarch64|arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+LWC_TEST_CODEGRAPH_BINARY="$PWD/$CODEGRAPH_DIR/node_modules/@colbymchenry/codegraph-$os-$arch/bin/codegraph"
+export LWC_TEST_CODEGRAPH_BINARY
+
+"$VENV/bin/ruff" check lwc_trio tests scripts
+"$VENV/bin/ruff" format --check lwc_trio tests scripts
+"$VENV/bin/mypy" lwc_trio
+exec "$VENV/bin/python" -m pytest "$@"

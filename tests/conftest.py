@@ -1,0 +1,45 @@
+"""Shared fixtures: an isolated HOME and workspace, and the environment for `lwc` processes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A private $HOME, so no test can see or touch the real one."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace directory (canonical)."""
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path.resolve()
+
+
+@pytest.fixture
+def lwc_env(home: Path) -> dict[str, str]:
+    """Environment for a child `lwc`: private HOME, no faults, no runtime override."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(REPO),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return env
+
+
+def lwc_command(*args: str) -> list[str]:
+    """argv that runs the `lwc` CLI with this interpreter."""
+    return [sys.executable, "-m", "lwc_trio", *args]

@@ -1,0 +1,362 @@
+"""The actor system on a virtual clock: isolation, deadlines, cancellation, drain and restarts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from lwc_trio.actors.supervisor import serve_stdio
+from lwc_trio.config import ServerConfig
+from lwc_trio.faults import FaultPlan
+
+MEMORY_READY = {"state": "ready", "stores": [], "results": [], "pages": [], "graph": []}
+CODE_READY = {"state": "ready", "text": "**`a.py`**", "truncated": False, "files": ["a.py"]}
+
+
+def scripted(answer: dict[str, Any], delay: float, log: list[str] | None = None) -> Any:
+    """A fake engine (fault injection stand-in): waits `delay` virtual seconds, then answers."""
+
+    @asynccontextmanager
+    async def factory() -> AsyncIterator[Callable[[Any], Awaitable[dict[str, Any]]]]:
+        async def run(_query: Any) -> dict[str, Any]:
+            try:
+                await trio.sleep(delay)
+            except trio.Cancelled:
+                if log is not None:
+                    log.append("cancelled")
+                raise
+            return dict(answer)
+
+        yield run
+
+    return factory
+
+
+@attrs.define
+class Harness:
+    """Runs `serve_stdio` over in-memory streams and records when each answer arrived."""
+
+    to_server: trio.abc.SendStream
+    from_server: trio.abc.ReceiveStream
+    answers: dict[Any, tuple[float, dict[str, Any]]] = attrs.field(factory=dict)
+    order: list[Any] = attrs.field(factory=list)
+    exit_code: int | None = None
+    exited_at: float | None = None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.to_server.send_all(json.dumps(message).encode() + b"\n")
+
+    async def call(self, rid: Any, mode: str = "memory", **extra: Any) -> None:
+        arguments = {"query": "trio nursery", "projectPath": self.project, "mode": mode, **extra}
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": "lwc_explore", "arguments": arguments},
+            }
+        )
+
+    project: str = ""
+
+    async def collect(self) -> None:
+        buf = b""
+        while True:
+            data = await self.from_server.receive_some()
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                message = json.loads(line)
+                self.answers[message["id"]] = (trio.current_time(), message)
+                self.order.append(message["id"])
+
+    def structured(self, rid: Any) -> dict[str, Any]:
+        content: dict[str, Any] = self.answers[rid][1]["result"]["structuredContent"]
+        return content
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Virtual time that jumps once the loop has idled 20 ms of real time.
+
+    The authorizer stats paths in a worker thread; a zero threshold would jump
+    the clock while that thread runs and expire deadlines that never really passed.
+    """
+    return trio.testing.MockClock(autojump_threshold=0.02)
+
+
+@pytest.fixture
+def config(workspace: Path, home: Path) -> ServerConfig:
+    return ServerConfig(workspace=workspace, home=home, env={"HOME": str(home)}, version="test")
+
+
+@asynccontextmanager
+async def running(
+    config: ServerConfig, memory: Any, code: Any, faults: str = ""
+) -> AsyncIterator[Harness]:
+    to_server, server_in = trio.testing.memory_stream_one_way_pair()
+    server_out, from_server = trio.testing.memory_stream_one_way_pair()
+    harness = Harness(to_server, from_server, project=str(config.workspace))
+
+    async def serve() -> None:
+        harness.exit_code = await serve_stdio(
+            config,
+            FaultPlan.from_env(faults),
+            server_in,
+            server_out,
+            {"memory": memory, "code": code},
+        )
+        harness.exited_at = trio.current_time()
+        await server_out.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        nursery.start_soon(harness.collect)
+        await trio.testing.wait_all_tasks_blocked()
+        yield harness
+
+
+async def test_hung_code_plane_does_not_delay_memory(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """Mode all with a hanging code plane answers at the code deadline with memory intact."""
+    async with running(config, scripted(MEMORY_READY, 0.25), scripted(CODE_READY, 1e9)) as h:
+        await h.call(1, mode="all")
+        await h.call(2, mode="memory")
+        await trio.sleep(30)
+        await h.to_server.aclose()
+    at_all, _ = h.answers[1]
+    at_memory, _ = h.answers[2]
+    assert at_memory == pytest.approx(0.25)
+    assert at_all == pytest.approx(config.code_timeout, abs=0.06)
+    result = h.structured(1)
+    assert result["memory"] == MEMORY_READY
+    assert result["codeGraph"]["error"]["code"] == "codegraph_timeout"
+    assert result["partial"] is True
+    assert h.answers[1][1]["result"]["isError"] is False
+
+
+async def test_ping_is_answered_while_a_slow_call_runs(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """A ping sent behind a slow tool call is answered at once."""
+    async with running(config, scripted(MEMORY_READY, 4.0), scripted(CODE_READY, 0)) as h:
+        await h.call(1)
+        await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        await trio.sleep(10)
+        await h.to_server.aclose()
+    assert h.answers["p"][0] == 0
+    assert h.answers["p"][1]["result"] == {}
+    assert h.answers[1][0] == pytest.approx(4.0)
+    assert h.order == ["p", 1]
+
+
+async def test_cancelled_request_gets_no_response_and_stops_its_work(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """notifications/cancelled silences the named call and cancels the plane work."""
+    log: list[str] = []
+    async with running(config, scripted(MEMORY_READY, 3.0, log), scripted(CODE_READY, 0)) as h:
+        await h.call(7)
+        await h.call(8)
+        await trio.sleep(1)
+        await h.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+        )
+        await trio.sleep(5)
+        await h.to_server.aclose()
+    assert 7 not in h.answers
+    assert h.answers[8][0] == pytest.approx(3.0)
+    assert log == ["cancelled"]
+
+
+async def test_eof_answers_every_in_flight_call_before_exit(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """stdin EOF with calls in flight: all are answered within the grace, then exit 0."""
+    async with running(config, scripted(MEMORY_READY, 1.5), scripted(CODE_READY, 0)) as h:
+        for rid in range(5):
+            await h.call(rid)
+        await h.to_server.aclose()
+    assert sorted(h.answers) == [0, 1, 2, 3, 4]
+    assert all(at == pytest.approx(1.5) for at, _ in h.answers.values())
+    assert h.exit_code == 0
+    assert h.exited_at == pytest.approx(1.5)
+
+
+async def test_eof_cancels_what_outlasts_the_grace(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """A call still running when the grace ends is cancelled and the server exits 0."""
+    config = attrs.evolve(config, memory_timeout=60.0)
+    async with running(config, scripted(MEMORY_READY, 30.0), scripted(CODE_READY, 0)) as h:
+        await h.call(1)
+        await h.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        await trio.sleep(0.5)
+        await h.to_server.aclose()
+    assert list(h.answers) == [2]
+    assert h.exit_code == 0
+    assert h.exited_at == pytest.approx(0.5 + config.grace)
+
+
+async def test_in_flight_bound_queues_further_calls(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """With max_in_flight=2, the third and fourth calls start only as slots free up."""
+    config = attrs.evolve(config, max_in_flight=2)
+    async with running(config, scripted(MEMORY_READY, 1.0), scripted(CODE_READY, 0)) as h:
+        for rid in range(4):
+            await h.call(rid)
+        await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        await trio.sleep(5)
+        await h.to_server.aclose()
+    times = sorted(at for rid, (at, _) in h.answers.items() if rid != "p")
+    assert times == pytest.approx([1.0, 1.0, 2.0, 2.0])
+    assert h.answers["p"][0] == 0
+
+
+async def test_crashed_worker_is_restarted(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """An injected crash fails only that call; the next call is served by a new worker."""
+    async with running(
+        config, scripted(MEMORY_READY, 0.1), scripted(CODE_READY, 0.1), faults="memory=crash*1"
+    ) as h:
+        await h.call(1, mode="all")
+        await trio.sleep(1)
+        await h.call(2, mode="all")
+        await trio.sleep(1)
+        await h.to_server.aclose()
+    first, second = h.structured(1), h.structured(2)
+    assert first["memory"]["error"]["code"] == "memory_crashed"
+    assert first["codeGraph"] == CODE_READY
+    assert first["partial"] is True
+    assert second["memory"] == MEMORY_READY
+    assert second["partial"] is False
+
+
+@pytest.mark.parametrize(
+    ("fault", "code", "at"),
+    [
+        ("hang", "memory_timeout", 5.0),
+        ("raise", "memory_internal", 0.0),
+        ("garbage", "memory_bad_response", 0.0),
+        ("crash", "memory_crashed", 0.0),
+    ],
+)
+async def test_memory_faults_leave_code_unchanged(
+    config: ServerConfig, clock: trio.testing.MockClock, fault: str, code: str, at: float
+) -> None:
+    """Each memory fault yields its error code at the right time; the code answer is untouched."""
+    async with running(
+        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0.2), faults=f"memory={fault}"
+    ) as h:
+        await h.call(1, mode="all")
+        await trio.sleep(20)
+        await h.to_server.aclose()
+    answered_at, message = h.answers[1]
+    result = message["result"]["structuredContent"]
+    assert result["memory"]["state"] == "error"
+    assert result["memory"]["error"]["code"] == code
+    assert result["codeGraph"] == CODE_READY
+    assert result["partial"] is True
+    assert answered_at == pytest.approx(max(at, 0.2), abs=0.06)
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [
+        ("hang", "codegraph_timeout"),
+        ("raise", "code_internal"),
+        ("garbage", "codegraph_bad_response"),
+        ("crash", "codegraph_crashed"),
+    ],
+)
+async def test_code_faults_leave_memory_unchanged(
+    config: ServerConfig, clock: trio.testing.MockClock, fault: str, code: str
+) -> None:
+    """Each code fault gives its code; the memory plane's answer comes back unchanged."""
+    async with running(
+        config, scripted(MEMORY_READY, 0.2), scripted(CODE_READY, 0), faults=f"code={fault}"
+    ) as h:
+        await h.call(1, mode="all")
+        await trio.sleep(20)
+        await h.to_server.aclose()
+    result = h.structured(1)
+    assert result["codeGraph"]["error"]["code"] == code
+    assert result["memory"] == MEMORY_READY
+    assert result["partial"] is True
+
+
+async def test_delay_fault_answers_normally_after_the_delay(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """delay:S gives the normal answer S seconds later, then the script ends."""
+    async with running(
+        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults="memory=delay:1.5*1"
+    ) as h:
+        await h.call(1)
+        await trio.sleep(3)
+        await h.call(2)
+        await trio.sleep(3)
+        await h.to_server.aclose()
+    assert h.answers[1][0] == pytest.approx(1.5)
+    assert h.structured(1)["memory"] == MEMORY_READY
+    assert h.answers[2][0] == pytest.approx(3.0)
+
+
+class _ClosedPipe(trio.abc.SendStream):
+    """A stdout whose reader has gone away."""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        raise trio.BrokenResourceError("reader gone")
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("close_stdin", "expected"), [(False, 1), (True, 0)])
+async def test_broken_stdout_exit_code(
+    config: ServerConfig, clock: trio.testing.MockClock, close_stdin: bool, expected: int
+) -> None:
+    """stdout broken while stdin is open exits 1; broken while draining after EOF exits 0."""
+    to_server, server_in = trio.testing.memory_stream_one_way_pair()
+    engines = {"memory": scripted(MEMORY_READY, 0.5), "code": scripted(CODE_READY, 0)}
+    arguments = {"query": "q", "projectPath": str(config.workspace)}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    request["params"] = {"name": "lwc_explore", "arguments": arguments}
+    # The answer is written 0.5 s later: after EOF was seen, or while stdin is still open.
+    await to_server.send_all(json.dumps(request).encode() + b"\n")
+    if close_stdin:
+        await to_server.aclose()
+    with trio.fail_after(10):
+        code = await serve_stdio(config, FaultPlan(), server_in, _ClosedPipe(), engines)
+    assert code == expected
+
+
+async def test_full_queue_pauses_reading(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """With the call queue full, a ping waits until a slot frees; nothing is dropped."""
+    config = attrs.evolve(config, max_in_flight=1, queue_size=1, memory_timeout=60.0)
+    async with running(config, scripted(MEMORY_READY, 2.0), scripted(CODE_READY, 0)) as h:
+        for rid in range(4):
+            await h.call(rid)
+        await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        await trio.sleep(20)
+        await h.to_server.aclose()
+    assert sorted(k for k in h.answers if k != "p") == [0, 1, 2, 3]
+    assert h.answers["p"][0] > 0  # it was behind the full queue
