@@ -76,7 +76,8 @@ def parse(spec: str) -> dict[str, list[_Entry]]:
         body, star, count_text = rest.strip().partition("*")
         count: int | None = None
         if star:
-            if not count_text.isdigit() or int(count_text) < 1:
+            # isdecimal() alone admits non-ASCII digits that int() may still refuse.
+            if not (count_text.isascii() and count_text.isdecimal()) or int(count_text) < 1:
                 raise FaultSpecError(f"LWC_FAULTS {where}: *N needs a positive integer")
             count = int(count_text)
         scripts[plane].append(_Entry(_parse_fault(body.strip(), where), count))

@@ -67,15 +67,30 @@ class _BadJson(ValueError):
     pass
 
 
+class _DuplicateKeys(dict[str, Any]):
+    """An object that repeated a key; reported only once the whole frame parsed
+    (a parse error anywhere must win over the envelope error, SPEC §1.3)."""
+
+    duplicate: str = ""
+    shadowed: tuple[Any, ...] = ()
+    """Values the repeated keys overwrote: still checked for strictness."""
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return obj
+    if len(obj) == len(pairs):
+        return obj
+    marked = _DuplicateKeys(pairs)
+    seen: set[str] = set()
+    shadowed = []
+    for key, value in pairs:
+        if key in seen:
+            marked.duplicate = marked.duplicate or key
+        seen.add(key)
+        if marked[key] is not value:
+            shadowed.append(value)
+    marked.shadowed = tuple(shadowed)
+    return marked
 
 
 def _no_constants(name: str) -> Any:
@@ -86,13 +101,18 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constan
 
 
 def _check_tree(value: Any) -> None:
-    """Reject nesting deeper than MAX_DEPTH and strings holding lone surrogates."""
+    """Reject nesting deeper than MAX_DEPTH and strings holding lone surrogates,
+    then (only if all else is well) a repeated key."""
+    duplicate: str | None = None
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):
             if depth > MAX_DEPTH:
                 raise _BadJson(f"nesting deeper than {MAX_DEPTH}")
+            if isinstance(node, _DuplicateKeys):
+                duplicate = duplicate or node.duplicate
+                stack.extend((item, depth + 1) for item in node.shadowed)
             for key, item in node.items():
                 _check_text(key)
                 stack.append((item, depth + 1))
@@ -102,6 +122,8 @@ def _check_tree(value: Any) -> None:
             stack.extend((item, depth + 1) for item in node)
         elif isinstance(node, str):
             _check_text(node)
+    if duplicate is not None:
+        raise _DuplicateKey(duplicate)
 
 
 def _check_text(text: str) -> None:
@@ -153,8 +175,6 @@ def loads_strict(data: bytes) -> Any:
         value, end = _DECODER.raw_decode(text.lstrip(" \t\r\n"))
     except RecursionError:
         raise _BadJson(f"nesting deeper than {MAX_DEPTH}") from None
-    except _DuplicateKey:
-        raise
     except _BadJson:
         raise
     except ValueError as exc:

@@ -89,7 +89,10 @@ def check_plane(plane: str, obj: Any) -> bool:
     if state != "ready":
         return False
     if plane == "memory":
-        return all(isinstance(obj.get(k), list) for k in ("stores", "results", "pages", "graph"))
+        return all(
+            isinstance(items := obj.get(k), list) and all(isinstance(i, dict) for i in items)
+            for k in ("stores", "results", "pages", "graph")
+        )
     return (
         isinstance(obj.get("text"), str)
         and isinstance(obj.get("truncated"), bool)

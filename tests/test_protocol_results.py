@@ -1,0 +1,343 @@
+"""The lwc_explore result has its fixed key order, partial/isError rules and a text block equal to
+its compact JSON; check_plane lets through only SPEC §2.1 plane shapes (SPEC §2, §2.1, §6)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from lwc_trio.actors.planes import GARBAGE
+from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
+from lwc_trio.protocol.results import (
+    CODE_CODES,
+    MEMORY_CODES,
+    NOT_REQUESTED,
+    argument_error_result,
+    build_result,
+    check_plane,
+    fault_code,
+    plane_error,
+    tool_result,
+)
+from lwc_trio.protocol.tool import output_schema
+
+SPEC_MEMORY_CODES = {
+    "store_not_found",
+    "store_path_invalid",
+    "store_corrupt",
+    "unsupported_store_version",
+    "store_busy",
+    "store_needs_recovery",
+    "memory_timeout",
+    "memory_internal",
+    "memory_crashed",
+    "memory_bad_response",
+}
+SPEC_CODE_CODES = {
+    "codegraph_runtime_missing",
+    "codegraph_index_missing",
+    "codegraph_index_invalid",
+    "codegraph_timeout",
+    "codegraph_crashed",
+    "codegraph_bad_response",
+    "codegraph_tool_error",
+    "code_internal",
+}
+
+MEMORY_READY: dict[str, Any] = {
+    "state": "ready",
+    "stores": [
+        {"scope": "project", "storeId": "s1", "revision": 4, "state": "ready"},
+        {
+            "scope": "global",
+            "storeId": "s2",
+            "revision": 1,
+            "state": "error",
+            "error": {"code": "store_busy", "message": "locked"},
+        },
+    ],
+    "results": [
+        {
+            "scope": "project",
+            "type": "page",
+            "identifier": "trio-actors",
+            "title": "Trio actors",
+            "kind": "concept",
+            "summary": "How actors talk",
+            "provenance": ["user-provided"],
+            "snippet": "actors talk over channels",
+            "rank": -3.2,
+            "match": "lexical",
+            "updatedAt": "2025-01-01T00:00:00Z",
+        }
+    ],
+    "pages": [
+        {
+            "scope": "project",
+            "slug": "trio-actors",
+            "title": "Trio actors",
+            "kind": "concept",
+            "summary": "How actors talk",
+            "body": "# Actors\n日本語 body",
+            "provenance": ["user-provided"],
+            "links": ["channels"],
+            "updatedAt": "2025-01-01T00:00:00Z",
+            "truncated": False,
+        }
+    ],
+    "graph": [{"scope": "project", "status": {"engine": "disabled", "status": "disabled"}}],
+}
+MEMORY_EMPTY_READY: dict[str, Any] = {
+    "state": "ready",
+    "stores": [],
+    "results": [],
+    "pages": [],
+    "graph": [],
+}
+MEMORY_UNAVAILABLE: dict[str, Any] = {
+    "state": "unavailable",
+    "error": {"code": "store_not_found", "message": "no Wiki"},
+    "nextAction": {"command": "lwc init", "cwd": "/ws"},
+}
+CODE_READY: dict[str, Any] = {
+    "state": "ready",
+    "text": "## src/a.py\nclass A: ...\n",
+    "truncated": False,
+    "files": ["src/a.py"],
+}
+CODE_UNAVAILABLE: dict[str, Any] = {
+    "state": "unavailable",
+    "error": {"code": "codegraph_runtime_missing", "message": "not installed"},
+    "nextAction": {"command": "lwc cg install", "cwd": "/ws"},
+}
+
+KEY_ORDER = ["query", "projectPath", "mode", "scope", "memory", "codeGraph", "timings"]
+
+
+def _args(mode: str = "memory", query: str = "q") -> ExploreArgs:
+    return ExploreArgs(query, "/ws", mode, "all", 8, 12)  # type: ignore[arg-type]
+
+
+def _plane_for(plane: str, ready: bool) -> dict[str, Any]:
+    if plane == "memory":
+        return MEMORY_READY if ready else plane_error("memory_timeout", "late")
+    return CODE_READY if ready else CODE_UNAVAILABLE
+
+
+@pytest.mark.parametrize("mode", ["memory", "code", "all"])
+def test_key_order(mode: str) -> None:
+    """Keys come out as query, projectPath, mode, scope, memory, codeGraph, [partial], timings."""
+    memory = MEMORY_READY if mode != "code" else NOT_REQUESTED
+    code = CODE_READY if mode != "memory" else NOT_REQUESTED
+    out, _ = build_result(_args(mode), "/canonical/ws", memory, code, 3, None)
+    expected = list(KEY_ORDER)
+    if mode == "all":
+        expected.insert(6, "partial")
+    assert list(out) == expected
+    assert out["projectPath"] == "/canonical/ws"
+    assert out["timings"] == {"memoryMs": 3, "codeMs": None}
+    assert out["memory"] == memory and out["codeGraph"] == code
+
+
+@pytest.mark.parametrize(
+    ("memory_ready", "code_ready", "partial", "is_error"),
+    [(True, True, False, False), (True, False, True, False), (False, True, True, False),
+     (False, False, False, True)],
+)  # fmt: skip
+def test_mode_all_partial_and_is_error(
+    memory_ready: bool, code_ready: bool, partial: bool, is_error: bool
+) -> None:
+    """In mode all, partial is true exactly when one plane is ready; isError when neither is."""
+    out, err = build_result(
+        _args("all"),
+        "/ws",
+        _plane_for("memory", memory_ready),
+        _plane_for("code", code_ready),
+        1,
+        2,
+    )
+    assert out["partial"] is partial
+    assert err is is_error
+
+
+@pytest.mark.parametrize("ready", [True, False])
+def test_mode_memory_is_error_follows_memory(ready: bool) -> None:
+    """Memory mode: isError exactly when memory is not ready; no partial key."""
+    out, err = build_result(
+        _args("memory"), "/ws", _plane_for("memory", ready), NOT_REQUESTED, 1, None
+    )
+    assert err is (not ready)
+    assert "partial" not in out
+
+
+@pytest.mark.parametrize("ready", [True, False])
+def test_mode_code_is_error_follows_code(ready: bool) -> None:
+    """Code mode: isError exactly when code is not ready; no partial key."""
+    out, err = build_result(_args("code"), "/ws", NOT_REQUESTED, _plane_for("code", ready), None, 5)
+    assert err is (not ready)
+    assert "partial" not in out
+
+
+def test_unavailable_counts_as_not_ready() -> None:
+    """An `unavailable` plane (guidance, not data) makes memory mode an isError result."""
+    _, err = build_result(_args("memory"), "/ws", MEMORY_UNAVAILABLE, NOT_REQUESTED, 0, None)
+    assert err is True
+
+
+@pytest.mark.parametrize("query", ["café 日本語 😀 «ü»", "plain", 'quote " and \\ backslash'])
+@pytest.mark.parametrize("is_error", [True, False])
+def test_tool_result_text_is_compact_json_of_structured_content(query: str, is_error: bool) -> None:
+    """The one text block is the structuredContent as compact JSON, non-ASCII unescaped."""
+    out, _ = build_result(_args("all", query), "/ws", MEMORY_READY, CODE_READY, 1, 2)
+    res = tool_result(out, is_error)
+    assert list(res) == ["content", "structuredContent", "isError"]
+    assert res["isError"] is is_error
+    assert res["structuredContent"] is out
+    assert len(res["content"]) == 1
+    block = res["content"][0]
+    assert block["type"] == "text"
+    text = block["text"]
+    assert text == json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(text) == out
+    assert list(json.loads(text)) == list(out)
+    assert text.startswith('{"query":')
+    assert "\n" not in text.replace("\\n", "")
+    if query.startswith("café"):
+        assert query in text
+        assert "\\u" not in text
+
+
+def test_argument_error_result() -> None:
+    """An argument error is an isError tool result carrying {error: {code, message, field}}."""
+    res = argument_error_result(ArgumentError("invalid_query", "$.query is required", "query"))
+    assert res["isError"] is True
+    assert res["structuredContent"] == {
+        "error": {"code": "invalid_query", "message": "$.query is required", "field": "query"}
+    }
+    assert res["content"] == [
+        {
+            "type": "text",
+            "text": '{"error":{"code":"invalid_query","message":"$.query is required",'
+            '"field":"query"}}',
+        }
+    ]
+
+
+def test_closed_code_lists_match_spec() -> None:
+    """The plane error code lists are exactly the SPEC's closed lists."""
+    assert set(MEMORY_CODES) == SPEC_MEMORY_CODES
+    assert set(CODE_CODES) == SPEC_CODE_CODES
+
+
+@pytest.mark.parametrize(
+    ("plane", "outcome", "code"),
+    [
+        ("memory", "timeout", "memory_timeout"),
+        ("memory", "internal", "memory_internal"),
+        ("memory", "crashed", "memory_crashed"),
+        ("memory", "bad_response", "memory_bad_response"),
+        ("code", "timeout", "codegraph_timeout"),
+        ("code", "internal", "code_internal"),
+        ("code", "crashed", "codegraph_crashed"),
+        ("code", "bad_response", "codegraph_bad_response"),
+    ],
+)
+def test_fault_codes(plane: str, outcome: str, code: str) -> None:
+    """Each fault outcome maps to the SPEC §6 code, which is in that plane's closed list."""
+    assert fault_code(plane, outcome) == code
+    assert code in (SPEC_MEMORY_CODES if plane == "memory" else SPEC_CODE_CODES)
+    assert check_plane(plane, plane_error(code, "x"))
+
+
+_VALID = [
+    ("memory", MEMORY_READY),
+    ("memory", MEMORY_EMPTY_READY),
+    ("memory", MEMORY_UNAVAILABLE),
+    ("memory", {**MEMORY_UNAVAILABLE, "error": {"code": "store_path_invalid", "message": ""}}),
+    *(("memory", plane_error(c, "m")) for c in sorted(SPEC_MEMORY_CODES)),
+    ("code", CODE_READY),
+    ("code", {"state": "ready", "text": "", "truncated": True, "files": []}),
+    ("code", CODE_UNAVAILABLE),
+    *(("code", plane_error(c, "m")) for c in sorted(SPEC_CODE_CODES)),
+]
+
+
+@pytest.mark.parametrize(("plane", "obj"), _VALID)
+def test_check_plane_accepts_valid_shapes(plane: str, obj: dict[str, Any]) -> None:
+    """Every SPEC §2.1 state shape for the plane passes, and its result fits the outputSchema."""
+    assert check_plane(plane, obj) is True
+    memory = obj if plane == "memory" else NOT_REQUESTED
+    code = obj if plane == "code" else NOT_REQUESTED
+    out, _ = build_result(_args(plane), "/ws", memory, code, 1, None)
+    jsonschema.Draft202012Validator(output_schema()).validate(out)
+
+
+def _drop(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k != key}
+
+
+_INVALID = [
+    pytest.param("memory", GARBAGE, id="memory-GARBAGE"),
+    pytest.param("code", GARBAGE, id="code-GARBAGE"),
+    pytest.param("memory", None, id="none"),
+    pytest.param("memory", [], id="list"),
+    pytest.param("code", "ready", id="string"),
+    pytest.param("memory", {}, id="empty"),
+    pytest.param("memory", {"state": "done"}, id="unknown-state"),
+    pytest.param("memory", {"state": None}, id="null-state"),
+    pytest.param("memory", _drop(MEMORY_UNAVAILABLE, "nextAction"), id="missing-nextAction"),
+    pytest.param("code", _drop(CODE_UNAVAILABLE, "nextAction"), id="code-missing-nextAction"),
+    pytest.param(
+        "memory", {**MEMORY_UNAVAILABLE, "nextAction": {"command": "lwc init"}}, id="no-cwd"
+    ),
+    pytest.param("memory", {**MEMORY_UNAVAILABLE, "nextAction": {"command": 1, "cwd": "/"}}),
+    pytest.param("memory", {**MEMORY_UNAVAILABLE, "nextAction": "lwc init"}, id="nextAction-str"),
+    pytest.param("memory", _drop(MEMORY_UNAVAILABLE, "error"), id="unavailable-no-error"),
+    pytest.param("memory", plane_error("codegraph_timeout", "x"), id="memory-with-code-code"),
+    pytest.param("code", plane_error("memory_timeout", "x"), id="code-with-memory-code"),
+    pytest.param("memory", plane_error("oops", "x"), id="unknown-code"),
+    pytest.param("code", plane_error("", "x"), id="empty-code"),
+    pytest.param("memory", {"state": "error", "error": {"code": "store_busy"}}, id="no-message"),
+    pytest.param("memory", {"state": "error", "error": {"code": "store_busy", "message": 1}}),
+    pytest.param("memory", {"state": "error", "error": "store_busy"}, id="error-str"),
+    pytest.param("memory", {"state": "error"}, id="error-missing"),
+    *(
+        pytest.param("memory", _drop(MEMORY_READY, k), id=f"memory-missing-{k}")
+        for k in ("stores", "results", "pages", "graph")
+    ),
+    *(
+        pytest.param("memory", {**MEMORY_READY, k: "x"}, id=f"memory-str-{k}")
+        for k in ("stores", "results", "pages", "graph")
+    ),
+    pytest.param("memory", {**MEMORY_READY, "results": None}, id="memory-null-results"),
+    pytest.param("memory", CODE_READY, id="memory-answering-code-shape"),
+    pytest.param("code", MEMORY_READY, id="code-answering-memory-shape"),
+    *(pytest.param("code", _drop(CODE_READY, k), id=f"code-missing-{k}") for k in CODE_READY),
+    pytest.param("code", {**CODE_READY, "text": None}, id="code-text-null"),
+    pytest.param("code", {**CODE_READY, "text": 5}, id="code-text-int"),
+    pytest.param("code", {**CODE_READY, "truncated": "false"}, id="code-truncated-str"),
+    pytest.param("code", {**CODE_READY, "truncated": 0}, id="code-truncated-int"),
+    pytest.param("code", {**CODE_READY, "files": "src/a.py"}, id="code-files-str"),
+    pytest.param("code", {**CODE_READY, "files": ["a", 1]}, id="code-files-int-item"),
+]
+
+
+@pytest.mark.parametrize(("plane", "obj"), _INVALID)
+def test_check_plane_rejects_garbage(plane: str, obj: Any) -> None:
+    """Anything that is not a SPEC §2.1 shape for that plane is refused (→ bad_response)."""
+    assert check_plane(plane, obj) is False
+
+
+@pytest.mark.parametrize("key", ["stores", "results", "pages", "graph"])
+def test_check_plane_rejects_memory_lists_of_non_objects(key: str) -> None:
+    """A ready memory answer whose lists hold non-objects is garbage: passing it on would send
+    a structuredContent that violates the tool's own outputSchema (items must be objects)."""
+    validator = jsonschema.Draft202012Validator(output_schema())
+    for item in ("\x00garbage", 1, None, ["x"]):
+        obj = {**MEMORY_READY, key: [item]}
+        out, _ = build_result(_args("memory"), "/ws", obj, NOT_REQUESTED, 1, None)
+        assert not validator.is_valid(out)
+        assert check_plane("memory", obj) is False, item
