@@ -1,0 +1,304 @@
+"""The memory-plane engine: discover stores, read each in one transaction, merge, cap.
+
+`explore_memory` is what the memory-plane worker runs in a thread. It is synchronous, opens
+its own read-only connections, creates no file, and stops promptly when the caller sets
+`cancelled` (SQLite's progress handler interrupts the running statement).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from lwc_trio.memory.cache import RevisionCache
+from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_store
+from lwc_trio.memory.errors import MemoryCancelled, StoreError
+from lwc_trio.memory.fuzzy import FuzzyIndex, build_fuzzy_index
+from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
+from lwc_trio.memory.results import (
+    PageBody,
+    ResultRow,
+    cap_pages,
+    describe_hits,
+    read_page_bodies,
+)
+from lwc_trio.memory.search import load_degrees, search_store
+from lwc_trio.memory.store import Interrupted, StoreInfo, begin_read, open_reader, translate_error
+from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
+
+__all__ = [
+    "MemoryCancelled",
+    "MemoryQuery",
+    "StoreAnswer",
+    "explore_memory",
+    "query_stores",
+]
+
+SCOPES = ("project", "global")
+_SCOPE_ORDER = {scope: i for i, scope in enumerate(SCOPES)}
+# How long a reader keeps retrying a store a writer has locked before `store_busy`; below the
+# default 5 s memory deadline so the answer names the real cause.
+BUSY_LIMIT_S = 2.0
+
+_FUZZY: RevisionCache[FuzzyIndex] = RevisionCache(4)
+_DEGREES: RevisionCache[dict[str, int]] = RevisionCache(8)
+
+
+@attrs.frozen
+class MemoryQuery:
+    """One memory-plane request, already validated and authorized by the caller."""
+
+    query: str
+    project_path: Path  # canonical, inside the workspace
+    workspace: Path  # canonical
+    home: Path  # $HOME, for the global store $HOME/.lwc/wiki.db
+    scope: str  # "project" | "global" | "all"
+    allowed_scopes: frozenset[str]
+    max_documents: int  # 1..20
+
+
+@attrs.frozen
+class StoreAnswer:
+    """What one store contributed (or why it could not)."""
+
+    ref: StoreRef
+    info: StoreInfo | None
+    error: StoreError | None
+    rows: tuple[ResultRow, ...] = ()
+    bodies: dict[str, PageBody] = attrs.field(factory=dict)
+    neighborhood: dict[str, Any] | None = None
+
+    def store_json(self) -> dict[str, Any]:
+        """The `stores` entry: scope, storeId, revision, state, error?."""
+        item: dict[str, Any] = {
+            "scope": self.ref.scope,
+            "storeId": None if self.info is None else self.info.store_id,
+            "revision": None if self.info is None else self.info.store_revision,
+            "state": "error" if self.error is not None else "ready",
+        }
+        if self.error is not None:
+            item["error"] = {"code": self.error.code, "message": self.error.message}
+        return item
+
+
+def _check(cancelled: threading.Event) -> None:
+    if cancelled.is_set():
+        raise MemoryCancelled()
+
+
+def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[sqlite3.Connection, StoreInfo]:
+    """Open `ref` and start its read transaction, retrying while a writer holds the lock."""
+    if ref.problem is not None:
+        raise ref.problem
+    deadline = time.monotonic() + BUSY_LIMIT_S
+    while True:
+        _check(cancelled)
+        conn = open_reader(ref.path, cancelled)
+        try:
+            return conn, begin_read(conn)
+        except Interrupted:
+            conn.close()
+            raise MemoryCancelled() from None
+        except StoreError as exc:
+            conn.close()
+            if exc.code != "store_busy" or time.monotonic() >= deadline:
+                raise
+        except BaseException:
+            conn.close()
+            raise
+
+
+def _answer(
+    ref: StoreRef,
+    conn: sqlite3.Connection,
+    info: StoreInfo,
+    terms: Sequence[str],
+    limit: int,
+    cancelled: threading.Event,
+) -> StoreAnswer:
+    key = (str(ref.path), info.store_id, info.store_revision)
+    if not terms:
+        return StoreAnswer(ref, info, None)
+    hits = search_store(
+        conn,
+        terms,
+        limit,
+        degrees=lambda: _DEGREES.get_or_build(key, lambda: load_degrees(conn)),
+        fuzzy_index=lambda: _FUZZY.get_or_build(key, lambda: build_fuzzy_index(conn)),
+        cancelled=cancelled,
+    )
+    _check(cancelled)
+    rows = describe_hits(conn, ref.scope, hits, terms)
+    slugs = [row.identifier for row in rows if row.doc_type == "page"]
+    bodies = read_page_bodies(conn, ref.scope, slugs)
+    neighborhood = None
+    if slugs and graph_status(info) == "ready":
+        neighborhood = read_neighborhood(conn, slugs[0])
+    return StoreAnswer(ref, info, None, tuple(rows), bodies, neighborhood)
+
+
+def _read_one(
+    ref: StoreRef,
+    opened: tuple[sqlite3.Connection, StoreInfo],
+    terms: Sequence[str],
+    limit: int,
+    cancelled: threading.Event,
+) -> StoreAnswer:
+    conn, info = opened
+    try:
+        return _answer(ref, conn, info, terms, limit, cancelled)
+    except sqlite3.Error as exc:
+        error = translate_error(exc)
+        if isinstance(error, Interrupted):
+            raise MemoryCancelled() from None
+        return StoreAnswer(ref, info, error)
+    except StoreError as exc:
+        return StoreAnswer(ref, info, exc)
+
+
+def query_stores(
+    refs: Sequence[StoreRef], terms: Sequence[str], limit: int, cancelled: threading.Event
+) -> list[StoreAnswer]:
+    """Read every store in `refs` (project first), each in one read transaction.
+
+    A project store with the global store's `store_id` is dropped (read once, as global).
+    Raises `MemoryCancelled`; store failures are reported per store, never raised.
+    """
+    opened: dict[int, tuple[sqlite3.Connection, StoreInfo]] = {}
+    failed: dict[int, StoreError] = {}
+    try:
+        for i, ref in enumerate(refs):
+            try:
+                opened[i] = _open(ref, cancelled)
+            except StoreError as exc:
+                failed[i] = exc
+        ids = {ref.scope: opened[i][1].store_id for i, ref in enumerate(refs) if i in opened}
+        shared = "project" in ids and ids.get("project") == ids.get("global")
+        answers: list[StoreAnswer] = []
+        for i, ref in enumerate(refs):
+            if shared and ref.scope == "project":
+                continue
+            if i in failed:
+                answers.append(StoreAnswer(ref, None, failed[i]))
+            else:
+                answers.append(_read_one(ref, opened[i], terms, limit, cancelled))
+        return answers
+    finally:
+        for conn, _info in opened.values():
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            finally:
+                conn.close()
+
+
+def merge_rows(answers: Sequence[StoreAnswer], limit: int) -> list[ResultRow]:
+    """All stores' rows by rank, project before global on ties, Pages first, identifier."""
+    rows = [row for answer in answers for row in answer.rows]
+    rows.sort(key=lambda row: row.sort_key(_SCOPE_ORDER))
+    return rows[:limit]
+
+
+def _ready(answers: Sequence[StoreAnswer], limit: int) -> dict[str, Any]:
+    rows = merge_rows(answers, limit)
+    by_scope = {answer.ref.scope: answer for answer in answers if answer.error is None}
+    bodies = [
+        by_scope[row.scope].bodies[row.identifier]
+        for row in rows
+        if row.doc_type == "page" and row.identifier in by_scope[row.scope].bodies
+    ]
+    seed: ResultRow | None = next(
+        (
+            row
+            for row in rows
+            if row.doc_type == "page" and by_scope[row.scope].neighborhood is not None
+        ),
+        None,
+    )
+    graph: list[dict[str, Any]] = []
+    for answer in answers:
+        if answer.info is None or answer.error is not None:
+            continue
+        item = graph_item(answer.ref.scope, answer.info)
+        if seed is not None and seed.scope == answer.ref.scope:
+            item["seed"] = seed.identifier
+            item["neighborhood"] = answer.neighborhood
+        graph.append(item)
+    return {
+        "state": "ready",
+        "stores": [answer.store_json() for answer in answers],
+        "results": [row.to_json() for row in rows],
+        "pages": cap_pages(bodies),
+        "graph": graph,
+    }
+
+
+def _wanted_scopes(q: MemoryQuery) -> list[str]:
+    if q.scope == "all":
+        return [scope for scope in SCOPES if scope in q.allowed_scopes]
+    return [q.scope]
+
+
+def _next_action(scope: str, q: MemoryQuery, command: str, ref: StoreRef | None) -> dict[str, str]:
+    prefix = "lwc --scope global " if scope == "global" else "lwc "
+    # A broken store is fixed where it lives; a missing one is created where it was looked for.
+    cwd = ref.root if ref is not None else (q.home if scope == "global" else q.project_path)
+    return {"command": prefix + command, "cwd": str(cwd)}
+
+
+def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, Any]:
+    """The SPEC §2.1 `memory` object for `q`.
+
+    `{"state": "ready", "stores", "results", "pages", "graph"}`, or `unavailable` (no store for
+    the requested scope, or only a store needing `lwc repair`) with `error` and `nextAction`, or
+    `error` when every store failed. Raises `MemoryCancelled` once `cancelled` is set.
+    """
+    terms = tokenize(q.query)
+    if len(terms) > MAX_TERMS:
+        # The dispatcher refuses these before calling; never run an unbounded query anyway.
+        return {
+            "state": "error",
+            "error": {"code": "memory_internal", "message": f"more than {MAX_TERMS} terms"},
+        }
+    scopes = _wanted_scopes(q)
+    refs: list[StoreRef] = []
+    for scope in scopes:
+        if scope == "project":
+            ref = find_project_store(q.project_path, q.workspace, home=q.home)
+        else:
+            ref = find_global_store(q.home)
+        if ref is not None:
+            refs.append(ref)
+    if not refs:
+        scope = scopes[0] if scopes else "project"
+        return {
+            "state": "unavailable",
+            "error": {
+                "code": "store_not_found",
+                "message": f"no {scope} Wiki store found; create one with `lwc init`"
+                if scope == "project"
+                else "no global Wiki store found; create one with `lwc --scope global init`",
+            },
+            "nextAction": _next_action(scope, q, "init", None),
+        }
+    answers = query_stores(refs, terms, q.max_documents, cancelled)
+    if any(answer.error is None for answer in answers):
+        return _ready(answers, q.max_documents)
+    first = answers[0]
+    assert first.error is not None
+    error = {"code": first.error.code, "message": first.error.message}
+    if first.error.code == "store_needs_recovery":
+        return {
+            "state": "unavailable",
+            "error": error,
+            "nextAction": _next_action(first.ref.scope, q, "repair", first.ref),
+        }
+    return {"state": "error", "error": error}

@@ -1,0 +1,245 @@
+"""Result rows and Page bodies: what a store contributes to the answer, in SPEC field order.
+
+Sources never carry their content: their only text in an answer is the ≤ 180-character snippet.
+Page bodies are read at most `PAGE_BODY_CAP` characters at a time (SQLite counts characters,
+so the cut is in code points and CJK-safe); the global budget is applied after the merge.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from lwc_trio.memory.search import Hit
+from lwc_trio.memory.slugs import order_provenance
+from lwc_trio.memory.tokenize import token_spans
+
+__all__ = [
+    "PAGES_TOTAL_CAP",
+    "PAGE_BODY_CAP",
+    "SNIPPET_MAX",
+    "PageBody",
+    "ResultRow",
+    "cap_pages",
+    "describe_hits",
+    "make_snippet",
+    "read_page_bodies",
+]
+
+SNIPPET_MAX = 180
+# Only the head of a document is scanned for the snippet: a 64 MiB Source is never read whole
+# for a query. A match further in falls back to the document's start.
+SNIPPET_SCAN = 20_000
+SNIPPET_LEAD = 40
+PAGE_BODY_CAP = 15_000
+PAGES_TOTAL_CAP = 60_000
+
+_SPACE = re.compile(r"\s+")
+_ELLIPSIS = "…"
+
+
+@attrs.frozen
+class ResultRow:
+    """One entry of `results`."""
+
+    scope: str
+    doc_type: str
+    identifier: str
+    title: str
+    kind: str | None
+    summary: str | None
+    provenance: tuple[str, ...] | None
+    snippet: str
+    rank: float
+    match: str
+    updated_at: str | None
+
+    def sort_key(self, scope_order: dict[str, int]) -> tuple[float, int, int, str]:
+        """Merge order: rank, project before global, Pages before Sources, identifier."""
+        return (
+            self.rank,
+            scope_order[self.scope],
+            0 if self.doc_type == "page" else 1,
+            self.identifier,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The SPEC §4 result object, keys in the documented order."""
+        return {
+            "scope": self.scope,
+            "type": self.doc_type,
+            "identifier": self.identifier,
+            "title": self.title,
+            "kind": self.kind,
+            "summary": self.summary,
+            "provenance": None if self.provenance is None else list(self.provenance),
+            "snippet": self.snippet,
+            "rank": self.rank,
+            "match": self.match,
+            "updatedAt": self.updated_at,
+        }
+
+
+@attrs.frozen
+class PageBody:
+    """A Page's body head (≤ `PAGE_BODY_CAP` characters) and what the `pages` entry needs."""
+
+    scope: str
+    slug: str
+    title: str
+    kind: str
+    summary: str | None
+    head: str
+    length: int
+    provenance: tuple[str, ...]
+    links: tuple[str, ...]
+    updated_at: str
+
+    def to_json(self, allowed: int) -> dict[str, Any]:
+        """The SPEC §4 page object with the body cut to `allowed` characters."""
+        body = self.head[:allowed]
+        return {
+            "scope": self.scope,
+            "slug": self.slug,
+            "title": self.title,
+            "kind": self.kind,
+            "summary": self.summary,
+            "body": body,
+            "provenance": list(self.provenance),
+            "links": list(self.links),
+            "updatedAt": self.updated_at,
+            "truncated": len(body) < self.length,
+        }
+
+
+def make_snippet(text: str, terms: Sequence[str]) -> str:
+    """At most `SNIPPET_MAX` characters of `text` around the first query term, one line."""
+    text = text[:SNIPPET_SCAN]
+    wanted = set(terms)
+    lead = 0
+    for term, start, _end in token_spans(text):
+        if term in wanted:
+            lead = max(0, start - SNIPPET_LEAD)
+            if lead > 0:
+                # Start on a word boundary when there is one close before the match.
+                space = max(text.rfind(" ", lead, start), text.rfind("\n", lead, start))
+                lead = space + 1 if space >= 0 else lead
+            break
+    window = text[lead : lead + 4 * SNIPPET_MAX]
+    flat = _SPACE.sub(" ", window).strip()
+    prefix = _ELLIPSIS if lead > 0 and flat else ""
+    budget = SNIPPET_MAX - len(prefix)
+    if len(flat) > budget or lead + len(window) < len(text):
+        flat = flat[: budget - 1].rstrip() + _ELLIPSIS
+    return prefix + flat
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, set[str]] = {slug: set() for slug in slugs}
+    if slugs:
+        for slug, value in conn.execute(
+            "SELECT page_slug, provenance FROM page_provenance "
+            f"WHERE page_slug IN ({_marks(len(slugs))})",
+            list(slugs),
+        ):
+            found[slug].add(value)
+    return {slug: tuple(order_provenance(values)) for slug, values in found.items()}
+
+
+def describe_hits(
+    conn: sqlite3.Connection, scope: str, hits: Sequence[Hit], terms: Sequence[str]
+) -> list[ResultRow]:
+    """Result rows for `hits` (same order), read inside the caller's transaction."""
+    slugs = [hit.identifier for hit in hits if hit.doc_type == "page"]
+    source_ids = [hit.identifier for hit in hits if hit.doc_type == "source"]
+    pages: dict[str, tuple[str, str, str | None, str, str]] = {}
+    if slugs:
+        for slug, title, kind, summary, head, updated in conn.execute(
+            f"SELECT slug, title, kind, summary, substr(body, 1, {SNIPPET_SCAN}), updated_at "
+            f"FROM pages WHERE slug IN ({_marks(len(slugs))})",
+            slugs,
+        ):
+            pages[slug] = (title, kind, summary, head, updated)
+    sources: dict[str, tuple[str, str, str]] = {}
+    if source_ids:
+        for ident, title, head, created in conn.execute(
+            f"SELECT id, title, substr(content, 1, {SNIPPET_SCAN}), created_at "
+            f"FROM sources WHERE id IN ({_marks(len(source_ids))})",
+            source_ids,
+        ):
+            sources[ident] = (title, head, created)
+    provenance = _provenance(conn, slugs)
+    rows: list[ResultRow] = []
+    for hit in hits:
+        if hit.doc_type == "page" and hit.identifier in pages:
+            title, kind, summary, head, updated = pages[hit.identifier]
+            text = head if head.strip() else (summary or "")
+            rows.append(
+                ResultRow(
+                    scope, "page", hit.identifier, title, kind, summary,
+                    provenance[hit.identifier], make_snippet(text, terms),
+                    hit.rank, hit.match, updated,
+                )
+            )  # fmt: skip
+        elif hit.doc_type == "source" and hit.identifier in sources:
+            title, head, created = sources[hit.identifier]
+            rows.append(
+                ResultRow(
+                    scope, "source", hit.identifier, title, None, None, None,
+                    make_snippet(head, terms), hit.rank, hit.match, created,
+                )
+            )  # fmt: skip
+    return rows
+
+
+def read_page_bodies(
+    conn: sqlite3.Connection, scope: str, slugs: Sequence[str]
+) -> dict[str, PageBody]:
+    """Body heads, provenance and sorted links of `slugs` (inside the caller's transaction)."""
+    if not slugs:
+        return {}
+    links: dict[str, list[str]] = {slug: [] for slug in slugs}
+    for source, target in conn.execute(
+        f"SELECT from_slug, to_slug FROM links WHERE from_slug IN ({_marks(len(slugs))}) "
+        "ORDER BY from_slug, to_slug",
+        list(slugs),
+    ):
+        links[source].append(target)
+    provenance = _provenance(conn, slugs)
+    bodies: dict[str, PageBody] = {}
+    for slug, title, kind, summary, head, length, updated in conn.execute(
+        f"SELECT slug, title, kind, summary, substr(body, 1, {PAGE_BODY_CAP}), length(body), "
+        f"updated_at FROM pages WHERE slug IN ({_marks(len(slugs))})",
+        list(slugs),
+    ):
+        bodies[slug] = PageBody(
+            scope, slug, title, kind, summary, head, int(length),
+            provenance[slug], tuple(links[slug]), updated,
+        )  # fmt: skip
+    return bodies
+
+
+def cap_pages(ordered: Sequence[PageBody]) -> list[dict[str, Any]]:
+    """`pages` in result order: each body ≤ 15,000 characters, all together ≤ 60,000.
+
+    A body is cut to min(15,000, budget left); once the budget is spent, later pages are
+    omitted.
+    """
+    budget = PAGES_TOTAL_CAP
+    out: list[dict[str, Any]] = []
+    for page in ordered:
+        allowed = min(PAGE_BODY_CAP, budget)
+        if allowed <= 0:
+            break
+        item = page.to_json(allowed)
+        budget -= len(item["body"])
+        out.append(item)
+    return out

@@ -1,0 +1,329 @@
+"""Opening stores: the read-only reader the server uses and the writer the CLI uses.
+
+Readers open `file:...?mode=ro` with `query_only` and `trusted_schema=OFF`, refuse anything but a
+rollback-journal SQLite file before SQLite sees it, and check `format_version` and the exact
+schema before any query. They never create a file. The writer uses a rollback journal (never WAL)
+and short `BEGIN IMMEDIATE` transactions that bump `store_revision` on every write and
+`content_revision` on Page, Source and link changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import sqlite3
+import stat
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import attrs
+
+from lwc_trio.memory.errors import StoreError
+from lwc_trio.memory.schema import (
+    DDL,
+    FORMAT_VERSION,
+    MIGRATIONS,
+    check_header,
+    check_schema,
+    read_format_version,
+)
+
+__all__ = [
+    "READ_BUSY_SLICE_MS",
+    "WRITE_BUSY_TIMEOUT_S",
+    "Interrupted",
+    "StoreInfo",
+    "begin_read",
+    "create_store",
+    "open_reader",
+    "open_writer",
+    "read_info",
+    "translate_error",
+    "utc_now",
+    "write_transaction",
+]
+
+# Readers wait for a writer's lock in short slices so that a cancelled query notices within
+# one slice (the progress handler does not run while SQLite sleeps in its busy handler).
+READ_BUSY_SLICE_MS = 50
+# Writers queue behind each other; CLI writes are short, so 10 s is generous.
+WRITE_BUSY_TIMEOUT_S = 10.0
+# The progress handler runs every this many SQLite VM steps.
+PROGRESS_STEPS = 1000
+
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_SQLITE_INTERRUPT = 9
+_SQLITE_CANTOPEN = 14
+_SQLITE_READONLY_ROLLBACK = 776  # a hot journal a read-only connection cannot roll back
+
+
+class Interrupted(Exception):
+    """The progress handler stopped a statement because the query was cancelled."""
+
+
+@attrs.frozen
+class StoreInfo:
+    """What `meta` says about a store, read inside the current transaction."""
+
+    store_id: str
+    store_revision: int
+    content_revision: int
+    graph_enabled: bool
+    graph_built_revision: int | None
+
+
+def utc_now() -> str:
+    """The current time as `YYYY-MM-DDTHH:MM:SSZ` (what `created_at`/`updated_at` hold)."""
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def translate_error(exc: sqlite3.Error) -> StoreError | Interrupted:
+    """Map an SQLite failure to a SPEC memory error code (or to `Interrupted`)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if code == _SQLITE_READONLY_ROLLBACK:
+        return StoreError(
+            "store_needs_recovery",
+            "the store has a leftover journal from an interrupted write; run `lwc repair`",
+        )
+    if primary == _SQLITE_INTERRUPT:
+        return Interrupted()
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return StoreError("store_busy", "the store is locked by a writer")
+    if primary == _SQLITE_CANTOPEN:
+        return StoreError("store_not_found", "the store file could not be opened")
+    return StoreError("store_corrupt", f"the store could not be read ({exc})")
+
+
+def _read_head(path: Path) -> bytes:
+    # O_NOFOLLOW: the caller checked for symlinks, but the file could be swapped since.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise StoreError("store_not_found", "the store file does not exist") from None
+    except OSError as exc:
+        message = f"the store file cannot be opened ({exc.strerror})"
+        raise StoreError("store_path_invalid", message) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError("store_path_invalid", "the store path is not a regular file")
+        return os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+
+def open_reader(path: Path, cancelled: threading.Event | None = None) -> sqlite3.Connection:
+    """Open `path` read-only for this thread. Raises `StoreError`.
+
+    With `cancelled`, every statement is interrupted (`Interrupted`) once the event is set.
+    """
+    check_header(_read_head(path))
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=READ_BUSY_SLICE_MS / 1000
+        )
+    except sqlite3.Error as exc:
+        raise translate_error(exc) from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("PRAGMA cell_size_check = ON")
+        # Sorts and temporary indexes stay in memory: a reader creates no file anywhere.
+        conn.execute("PRAGMA temp_store = MEMORY")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise translate_error(exc) from None
+    if cancelled is not None:
+        event = cancelled
+        conn.set_progress_handler(lambda: 1 if event.is_set() else 0, PROGRESS_STEPS)
+    return conn
+
+
+def read_info(conn: sqlite3.Connection) -> StoreInfo:
+    """Parse `meta` (the schema has been checked). Raises `StoreError(store_corrupt)`."""
+    values = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def integer(key: str, *, required: bool = True) -> int | None:
+        raw = values.get(key)
+        if raw is None and not required:
+            return None
+        if not isinstance(raw, str) or not raw.isdigit():
+            raise StoreError("store_corrupt", f"the store's meta value {key!r} is invalid")
+        return int(raw)
+
+    store_id = values.get("store_id")
+    if not isinstance(store_id, str) or not store_id:
+        raise StoreError("store_corrupt", "the store has no store_id")
+    store_revision = integer("store_revision")
+    content_revision = integer("content_revision")
+    assert store_revision is not None and content_revision is not None
+    return StoreInfo(
+        store_id=store_id,
+        store_revision=store_revision,
+        content_revision=content_revision,
+        graph_enabled=values.get("graph_enabled") == "1",
+        graph_built_revision=integer("graph_built_revision", required=False),
+    )
+
+
+def begin_read(conn: sqlite3.Connection) -> StoreInfo:
+    """Start the one read transaction and check format and schema before any other query.
+
+    Raises `StoreError` (`unsupported_store_version`, `store_corrupt`, ...) or `Interrupted`;
+    sqlite3 errors are translated. The caller ends the transaction with ROLLBACK.
+    """
+    try:
+        conn.execute("BEGIN")
+        version = read_format_version(conn)
+        if version != FORMAT_VERSION:
+            raise _version_error(version)
+        check_schema(conn)
+        return read_info(conn)
+    except sqlite3.Error as exc:
+        raise translate_error(exc) from None
+
+
+def _version_error(version: int) -> StoreError:
+    if version > FORMAT_VERSION:
+        return StoreError(
+            "unsupported_store_version",
+            f"the store has format {version}; this lwc reads format {FORMAT_VERSION} (upgrade lwc)",
+        )
+    return StoreError(
+        "unsupported_store_version",
+        f"the store has the older format {version}; run `lwc repair` to migrate it "
+        f"to format {FORMAT_VERSION}",
+    )
+
+
+# --------------------------------------------------------------------------- writer side
+
+
+def create_store(path: Path) -> bool:
+    """Create an empty current-format store at `path`; False when one already exists.
+
+    Built in a temporary file next to `path` and linked into place, so a crash never leaves a
+    half-made store and two concurrent `lwc init` never clobber each other.
+    """
+    if os.path.lexists(path):
+        return False
+    tmp = path.with_name(f".{path.name}.init-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = DELETE")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in DDL:
+                conn.execute(statement)
+            meta = {
+                "format_version": str(FORMAT_VERSION),
+                "store_id": uuid.uuid4().hex,
+                "store_revision": "0",
+                "content_revision": "0",
+                "graph_enabled": "0",
+                "created_at": utc_now(),
+            }
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", sorted(meta.items()))
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def open_writer(path: Path) -> sqlite3.Connection:
+    """Open an existing store for writing, migrating an older format. Raises `StoreError`.
+
+    Opening rolls back a leftover hot journal (SQLite does it on first read), which is what
+    `lwc repair` relies on.
+    """
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        raise StoreError("store_not_found", f"no Wiki store at {path}") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise StoreError("store_path_invalid", f"{path} is not a regular file")
+    check_header(_read_head(path))
+    conn = sqlite3.connect(path, isolation_level=None, timeout=WRITE_BUSY_TIMEOUT_S)
+    try:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("PRAGMA cell_size_check = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        version = read_format_version(conn)
+        if version > FORMAT_VERSION:
+            raise _version_error(version)
+        if version < FORMAT_VERSION:
+            _migrate(conn, version)
+        check_schema(conn)
+        read_info(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        error = translate_error(exc)
+        raise (
+            error if isinstance(error, StoreError) else StoreError("store_busy", str(exc))
+        ) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    if any(step not in MIGRATIONS for step in range(version, FORMAT_VERSION)):
+        raise _version_error(version)
+    with write_transaction(conn, content=False):
+        for step in range(version, FORMAT_VERSION):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),)
+        )
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection, *, content: bool) -> Iterator[None]:
+    """One atomic write: `BEGIN IMMEDIATE` ... bump revisions ... `COMMIT`.
+
+    `content=True` also bumps `content_revision` (Page, Source or link changes). Any exception,
+    Ctrl-C included, rolls back: the previous revision stays intact.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise _write_error(exc) from None
+    try:
+        yield
+        keys = ("store_revision", "content_revision") if content else ("store_revision",)
+        conn.executemany(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?",
+            [(key,) for key in keys],
+        )
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise _write_error(exc) from None
+        raise
+
+
+def _write_error(exc: sqlite3.Error) -> StoreError:
+    error = translate_error(exc)
+    if isinstance(error, StoreError):
+        if error.code == "store_busy":
+            return StoreError("store_busy", "another lwc command is writing this store; retry")
+        return error
+    return StoreError("store_busy", str(exc))

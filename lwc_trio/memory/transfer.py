@@ -1,0 +1,308 @@
+"""Plain-text forms of a Wiki: JSONL and Markdown with front matter, for import and export.
+
+A Page file is `---`, one `key: <JSON value>` line per field (a YAML subset any YAML reader
+accepts), `---`, then the body verbatim. Export writes keys in a fixed order with sorted lists,
+so the same store always exports to the same bytes and diffs well under version control.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lwc_trio.memory.errors import WikiError
+from lwc_trio.memory.writer import (
+    MAX_TEXT_BYTES,
+    PageInput,
+    SourceInput,
+    Wiki,
+    decode_source,
+    source_id,
+    validate_page,
+)
+
+Progress = Callable[[int, int], None]
+
+__all__ = [
+    "EXPORT_MARKER",
+    "PAGE_KEYS",
+    "SOURCE_KEYS",
+    "export_wiki",
+    "format_front_matter",
+    "import_wiki",
+    "page_from_mapping",
+    "parse_front_matter",
+    "parse_jsonl",
+    "parse_page_file",
+    "read_source_inputs",
+    "read_text",
+]
+
+PAGE_KEYS = (
+    "slug", "title", "kind", "summary", "sources", "provenance", "created_at", "updated_at",
+)  # fmt: skip
+SOURCE_KEYS = ("id", "title", "origin", "content_hash", "created_at")
+_FENCE = "---"
+
+
+def format_front_matter(fields: Mapping[str, Any], keys: tuple[str, ...], body: str) -> str:
+    """A document: front matter with `keys` in order (JSON values), then `body` verbatim."""
+    lines = [_FENCE]
+    lines += [f"{key}: {json.dumps(fields.get(key), ensure_ascii=False)}" for key in keys]
+    lines.append(_FENCE)
+    return "\n".join(lines) + "\n" + body
+
+
+def parse_front_matter(text: str, *, name: str) -> tuple[dict[str, Any], str] | None:
+    """`(fields, body)` of a document with front matter, None when it has none."""
+    if not text.startswith(_FENCE + "\n"):
+        return None
+    end = text.find("\n" + _FENCE + "\n", len(_FENCE))
+    if end < 0:
+        raise WikiError("invalid_import", f"{name}: front matter is not closed by '---'")
+    fields: dict[str, Any] = {}
+    for number, line in enumerate(text[len(_FENCE) + 1 : end].split("\n"), start=2):
+        if not line.strip():
+            continue
+        key, sep, raw = line.partition(":")
+        if not sep:
+            raise WikiError("invalid_import", f"{name}:{number}: expected 'key: value'")
+        try:
+            fields[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            # Bare YAML scalars (`kind: concept`) are accepted as strings.
+            fields[key.strip()] = raw.strip()
+    return fields, text[end + len(_FENCE) + 2 :]
+
+
+def _text(value: Any, field: str, where: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise WikiError("invalid_import", f"{where}: {field} must be a string")
+    return value
+
+
+def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise WikiError("invalid_import", f"{where}: {field} must be a list of strings")
+    return tuple(value)
+
+
+def page_from_mapping(fields: Mapping[str, Any], *, where: str) -> PageInput:
+    """A `PageInput` from decoded fields (`body` included). Raises `WikiError`."""
+    unknown = sorted(set(fields) - {*PAGE_KEYS, "body"})
+    if unknown:
+        raise WikiError("invalid_import", f"{where}: unknown field {unknown[0]!r}")
+    for required in ("slug", "title", "body"):
+        if required not in fields:
+            raise WikiError("invalid_import", f"{where}: missing field {required!r}")
+    return PageInput(
+        slug=_text(fields["slug"], "slug", where) or "",
+        title=_text(fields["title"], "title", where) or "",
+        body=_text(fields["body"], "body", where) or "",
+        kind=_text(fields.get("kind", "concept"), "kind", where) or "",
+        summary=_text(fields.get("summary"), "summary", where, optional=True),
+        sources=_strings(fields.get("sources"), "sources", where),
+        provenance=_strings(fields.get("provenance"), "provenance", where),
+        created_at=_text(fields.get("created_at"), "created_at", where, optional=True),
+        updated_at=_text(fields.get("updated_at"), "updated_at", where, optional=True),
+    )
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 file of at most 64 MiB. Raises `WikiError`."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_TEXT_BYTES + 1)
+    if len(data) > MAX_TEXT_BYTES:
+        raise WikiError("invalid_import", f"{path} is larger than 64 MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WikiError("invalid_import", f"{path} is not UTF-8") from None
+
+
+def parse_page_file(path: Path) -> PageInput:
+    """A Page from a Markdown file; without front matter the slug is the file name and the
+    title the first `# ` heading (or the file name)."""
+    text = read_text(path)
+    parsed = parse_front_matter(text, name=str(path))
+    if parsed is not None:
+        fields, body = parsed
+        fields.setdefault("slug", path.stem)
+        return page_from_mapping({**fields, "body": body}, where=str(path))
+    title = next(
+        (line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem
+    )
+    return page_from_mapping({"slug": path.stem, "title": title, "body": text}, where=str(path))
+
+
+def parse_jsonl(path: Path) -> list[PageInput]:
+    """Pages from a JSON Lines file, one object per non-blank line. Raises `WikiError`."""
+    pages: list[PageInput] = []
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            fields = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
+        if not isinstance(fields, dict):
+            raise WikiError("invalid_import", f"{where}: expected a JSON object")
+        pages.append(page_from_mapping(fields, where=where))
+    return pages
+
+
+# ----------------------------------------------------------------------- source files
+
+
+def _source_files(target: Path) -> list[tuple[Path, str]]:
+    """`(file, default title)`: the file itself, or a directory's regular non-hidden files
+    (recursively, symlinks skipped), sorted."""
+    if target.is_symlink():
+        raise WikiError("invalid_source", f"{target} is a symlink; give the file itself")
+    if target.is_file():
+        return [(target, target.name)]
+    if not target.is_dir():
+        raise WikiError("invalid_input", f"{target} does not exist")
+    found: list[tuple[Path, str]] = []
+    for directory, dirs, files in os.walk(target):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(directory) / name
+            if not name.startswith(".") and path.is_file() and not path.is_symlink():
+                found.append((path, path.relative_to(target).as_posix()))
+    return found
+
+
+def read_source_inputs(target: Path, *, root: Path, title: str | None) -> list[SourceInput]:
+    """Read and check every Source file under `target` before anything is written.
+
+    `origin` is the path relative to the store `root` when inside it, else absolute. Raises
+    `WikiError` (`source_too_large` from `stat` before reading, `invalid_source`, ...).
+    """
+    inputs: list[SourceInput] = []
+    for path, default_title in _source_files(target):
+        if path.stat().st_size > MAX_TEXT_BYTES:
+            raise WikiError("source_too_large", f"{path} is larger than 64 MiB")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_TEXT_BYTES + 1)
+        text, digest = decode_source(data, name=str(path))
+        real = Path(os.path.realpath(path))
+        origin = real.relative_to(root).as_posix() if root in real.parents else str(real)
+        inputs.append(SourceInput(title or default_title, origin, text, digest))
+    return inputs
+
+
+# ------------------------------------------------------------------- whole-store export
+
+EXPORT_MARKER = "lwc-export.json"
+_MARKER_TEXT = '{"format": "lwc-wiki-export", "version": 1}\n'
+
+
+def export_wiki(wiki: Wiki, target: Path, progress: Progress | None = None) -> dict[str, int]:
+    """Write every Page and Source of `wiki` under `target` (pages/, sources/).
+
+    `target` must be absent, empty or an earlier export (it has `lwc-export.json`); files of
+    Pages and Sources that no longer exist are removed so the tree mirrors the store. Raises
+    `WikiError`.
+    """
+    if target.exists() and any(target.iterdir()) and not (target / EXPORT_MARKER).is_file():
+        raise WikiError(
+            "export_target_not_empty", f"{target} is not empty and not an earlier lwc export"
+        )
+    slugs = [row["slug"] for row in wiki.list_pages()]
+    folded: dict[str, str] = {}
+    for slug in slugs:
+        other = folded.setdefault(slug.casefold(), slug)
+        if other != slug:
+            raise WikiError(
+                "export_name_collision",
+                f"pages {other!r} and {slug!r} differ only in case and would share a file name",
+            )
+    pages_dir, sources_dir = target / "pages", target / "sources"
+    pages_dir.mkdir(parents=True, exist_ok=True)
+    sources_dir.mkdir(exist_ok=True)
+    (target / EXPORT_MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
+    written_pages: set[str] = set()
+    for done, slug in enumerate(slugs, start=1):
+        row = wiki.get_page(slug)
+        fields = {
+            "slug": row["slug"], "title": row["title"], "kind": row["kind"],
+            "summary": row["summary"], "sources": row["sources"],
+            "provenance": row["provenance"], "created_at": row["createdAt"],
+            "updated_at": row["updatedAt"],
+        }  # fmt: skip
+        _write(pages_dir / f"{slug}.md", format_front_matter(fields, PAGE_KEYS, row["body"]))
+        written_pages.add(f"{slug}.md")
+        if progress is not None:
+            progress(done, len(slugs))
+    written_sources: set[str] = set()
+    for ident, title, origin, digest, created, content in wiki.iter_sources():
+        fields = {
+            "id": ident, "title": title, "origin": origin, "content_hash": digest,
+            "created_at": created,
+        }  # fmt: skip
+        _write(sources_dir / f"{ident}.md", format_front_matter(fields, SOURCE_KEYS, content))
+        written_sources.add(f"{ident}.md")
+    for directory, keep in ((pages_dir, written_pages), (sources_dir, written_sources)):
+        for stale in directory.glob("*.md"):
+            if stale.name not in keep:
+                stale.unlink()
+    return {"pages": len(written_pages), "sources": len(written_sources)}
+
+
+def _write(path: Path, text: str) -> None:
+    # newline="" keeps the body's own line endings byte for byte.
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+
+
+def _read_source_file(path: Path) -> SourceInput:
+    text = read_text(path)
+    parsed = parse_front_matter(text, name=str(path))
+    if parsed is None:
+        raise WikiError("invalid_import", f"{path}: a source file needs front matter")
+    fields, content = parsed
+    where = str(path)
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    if fields.get("content_hash") != digest or fields.get("id") != source_id(digest):
+        raise WikiError("invalid_import", f"{where}: content does not match its id and hash")
+    return SourceInput(
+        title=_text(fields.get("title"), "title", where) or "",
+        origin=_text(fields.get("origin"), "origin", where, optional=True),
+        content=content,
+        content_hash=digest,
+        created_at=_text(fields.get("created_at"), "created_at", where, optional=True),
+    )
+
+
+def import_wiki(wiki: Wiki, source: Path, progress: Progress | None = None) -> dict[str, Any]:
+    """Load an export tree into `wiki`: Sources first, then Pages in batches.
+
+    Everything is parsed and checked (slugs, provenance, cited Sources present in the tree or
+    the store) before the first write. Raises `WikiError`.
+    """
+    if not (source / EXPORT_MARKER).is_file():
+        raise WikiError("invalid_import", f"{source} is not an lwc export (no {EXPORT_MARKER})")
+    sources = [_read_source_file(p) for p in sorted((source / "sources").glob("*.md"))]
+    pages = [parse_page_file(p) for p in sorted((source / "pages").glob("*.md"))]
+    for page in pages:
+        validate_page(page)
+    known = {source_id(s.content_hash) for s in sources} | wiki.source_ids()
+    for page in pages:
+        missing = sorted(set(page.sources) - known)
+        if missing:
+            raise WikiError(
+                "source_not_found", f"page {page.slug!r} cites unknown source {missing[0]!r}"
+            )
+    added = wiki.add_sources(sources)
+    counts = wiki.put_pages(pages, progress=progress)
+    return {"sources": sum(1 for s in added if s["created"]), **counts}

@@ -1,0 +1,477 @@
+"""The write API behind the Wiki CLI: validated, atomic changes to one store.
+
+Every change runs in one `write_transaction` (BEGIN IMMEDIATE … COMMIT): refused input raises
+`WikiError` before or inside the transaction and the store is left byte-for-byte unchanged.
+The search index is maintained here, with the same tokenizer the query side uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from lwc_trio.memory.errors import StoreError, WikiError
+from lwc_trio.memory.graph import build_projection, graph_status
+from lwc_trio.memory.links import extract_links
+from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
+from lwc_trio.memory.store import open_writer, read_info, utc_now, write_transaction
+from lwc_trio.memory.tokenize import tokens
+
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "PageInput",
+    "SourceInput",
+    "Wiki",
+    "decode_source",
+    "source_id",
+    "validate_page",
+]
+
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+Progress = Callable[[int, int], None]
+
+
+@attrs.frozen
+class PageInput:
+    """A Page as a writer submits it."""
+
+    slug: str
+    title: str
+    body: str
+    kind: str = "concept"
+    summary: str | None = None
+    sources: tuple[str, ...] = ()
+    provenance: tuple[str, ...] = ()
+    created_at: str | None = None  # kept by `lwc import`; otherwise now
+    updated_at: str | None = None
+
+
+@attrs.frozen
+class SourceInput:
+    """A Source snapshot: decoded text plus where it came from."""
+
+    title: str
+    origin: str | None
+    content: str
+    content_hash: str  # sha256 hex of the UTF-8 bytes
+    created_at: str | None = None
+
+
+def decode_source(data: bytes, *, name: str) -> tuple[str, str]:
+    """`(text, sha256)` of a Source file's bytes. Raises `WikiError` for refused content."""
+    if len(data) > MAX_TEXT_BYTES:
+        raise WikiError("source_too_large", f"{name} is larger than 64 MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WikiError("invalid_source", f"{name} is not UTF-8 (byte {exc.start})") from None
+    if "\x00" in text:
+        raise WikiError("invalid_source", f"{name} contains NUL characters (binary file?)")
+    return text, hashlib.sha256(data).hexdigest()
+
+
+def source_id(content_hash: str) -> str:
+    """Sources are named by their content: the same bytes always get the same id."""
+    return f"src-{content_hash[:16]}"
+
+
+def validate_page(page: PageInput) -> None:
+    """Refuse a Page that must not be written. Raises `WikiError`."""
+    problem = slug_problem(page.slug)
+    if problem is not None:
+        raise WikiError("invalid_slug", f"invalid slug {page.slug!r}: {problem}")
+    if not page.title.strip():
+        raise WikiError("invalid_page", "a page needs a non-empty title")
+    if not page.kind.strip():
+        raise WikiError("invalid_page", "a page kind must not be empty")
+    if "\x00" in page.body or len(page.body.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise WikiError("invalid_page", "a page body must be text of at most 64 MiB")
+    for value in page.provenance:
+        if value == "source-grounded":
+            if not page.sources:
+                raise WikiError(
+                    "invalid_provenance", "provenance 'source-grounded' needs at least one --source"
+                )
+        elif value not in USER_PROVENANCE:
+            allowed = ", ".join(["source-grounded", *sorted(USER_PROVENANCE)])
+            raise WikiError(
+                "invalid_provenance", f"unknown provenance {value!r} (one of: {allowed})"
+            )
+
+
+def _stored_provenance(page: PageInput) -> list[str]:
+    values = set(page.provenance)
+    if page.sources:
+        values.add("source-grounded")
+    elif not values:
+        # The CLI is an explicit user action: an unqualified Page is the user's word.
+        values.add("user-provided")
+    return order_provenance(values)
+
+
+def _index(conn: sqlite3.Connection, doc_type: str, ident: str, fields: Sequence[str]) -> None:
+    row = conn.execute(
+        "SELECT doc_id FROM search_docs WHERE doc_type = ? AND ident = ?", (doc_type, ident)
+    ).fetchone()
+    if row is None:
+        doc_id = conn.execute(
+            "INSERT INTO search_docs (doc_type, ident) VALUES (?, ?)", (doc_type, ident)
+        ).lastrowid
+    else:
+        doc_id = row[0]
+        conn.execute("DELETE FROM search_index WHERE rowid = ?", (doc_id,))
+    conn.execute(
+        "INSERT INTO search_index (rowid, title, path, summary, body) VALUES (?, ?, ?, ?, ?)",
+        (doc_id, *(" ".join(tokens(field)) for field in fields)),
+    )
+
+
+def _unindex(conn: sqlite3.Connection, doc_type: str, ident: str) -> None:
+    row = conn.execute(
+        "SELECT doc_id FROM search_docs WHERE doc_type = ? AND ident = ?", (doc_type, ident)
+    ).fetchone()
+    if row is not None:
+        conn.execute("DELETE FROM search_index WHERE rowid = ?", (row[0],))
+        conn.execute("DELETE FROM search_docs WHERE doc_id = ?", (row[0],))
+
+
+class Wiki:
+    """One store opened for writing by the CLI. Use as a context manager."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.conn = open_writer(path)
+
+    def __enter__(self) -> Wiki:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (no transaction is ever left open)."""
+        self.conn.close()
+
+    # ------------------------------------------------------------------ pages
+
+    def _page_row(self, slug: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT slug, title, kind, summary, body, created_at, updated_at FROM pages "
+            "WHERE slug = ?",
+            (slug,),
+        ).fetchone()
+        if row is None:
+            return None
+        sources = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT source_id FROM page_sources WHERE page_slug = ? ORDER BY source_id",
+                (slug,),
+            )
+        ]
+        provenance = {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT provenance FROM page_provenance WHERE page_slug = ?", (slug,)
+            )
+        }
+        links = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT to_slug FROM links WHERE from_slug = ? ORDER BY to_slug", (slug,)
+            )
+        ]
+        return {
+            "slug": row[0],
+            "title": row[1],
+            "kind": row[2],
+            "summary": row[3],
+            "body": row[4],
+            "sources": sources,
+            "provenance": order_provenance(provenance),
+            "links": links,
+            "createdAt": row[5],
+            "updatedAt": row[6],
+        }
+
+    def _write_page(self, page: PageInput, now: str) -> str:
+        """Insert or replace one Page in the open transaction: created, updated or unchanged."""
+        sources = sorted(set(page.sources))
+        if sources:
+            marks = ",".join("?" * len(sources))
+            known = {
+                r[0]
+                for r in self.conn.execute(f"SELECT id FROM sources WHERE id IN ({marks})", sources)
+            }
+            missing = [ident for ident in sources if ident not in known]
+            if missing:
+                raise WikiError(
+                    "source_not_found", f"page {page.slug!r} cites unknown source {missing[0]!r}"
+                )
+        provenance = _stored_provenance(page)
+        links = extract_links(page.body, own_slug=page.slug)
+        existing = self._page_row(page.slug)
+        if existing is not None and (
+            existing["title"],
+            existing["kind"],
+            existing["summary"],
+            existing["body"],
+            existing["sources"],
+            existing["provenance"],
+        ) == (page.title, page.kind, page.summary, page.body, sources, provenance):
+            return "unchanged"
+        created_at = page.created_at or (existing["createdAt"] if existing else now)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO pages (slug, title, kind, summary, body, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (page.slug, page.title, page.kind, page.summary, page.body, created_at,
+             page.updated_at or now),
+        )  # fmt: skip
+        for table, column in (
+            ("page_sources", "page_slug"),
+            ("page_provenance", "page_slug"),
+            ("links", "from_slug"),
+        ):
+            self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (page.slug,))
+        self.conn.executemany(
+            "INSERT INTO page_sources (page_slug, source_id) VALUES (?, ?)",
+            [(page.slug, ident) for ident in sources],
+        )
+        self.conn.executemany(
+            "INSERT INTO page_provenance (page_slug, provenance) VALUES (?, ?)",
+            [(page.slug, value) for value in provenance],
+        )
+        self.conn.executemany(
+            "INSERT INTO links (from_slug, to_slug) VALUES (?, ?)",
+            [(page.slug, target) for target in links],
+        )
+        _index(self.conn, "page", page.slug, (page.title, page.slug, page.summary or "", page.body))
+        return "updated" if existing else "created"
+
+    def put_pages(
+        self, pages: Sequence[PageInput], *, batch: int = 500, progress: Progress | None = None
+    ) -> dict[str, int]:
+        """Write `pages`, one transaction per `batch`; counts by outcome.
+
+        Every Page is validated before the first transaction, so bad input changes nothing.
+        Raises `WikiError` (the failing batch is rolled back).
+        """
+        for page in pages:
+            validate_page(page)
+        slugs = [page.slug for page in pages]
+        if len(set(slugs)) != len(slugs):
+            dup = next(slug for slug in slugs if slugs.count(slug) > 1)
+            raise WikiError("invalid_page", f"slug {dup!r} appears more than once")
+        counts = {"created": 0, "updated": 0, "unchanged": 0}
+        for start in range(0, len(pages), batch):
+            chunk = pages[start : start + batch]
+            now = utc_now()
+            outcomes: list[str] = []
+            try:
+                with write_transaction(self.conn, content=True):
+                    outcomes = [self._write_page(page, now) for page in chunk]
+                    if all(outcome == "unchanged" for outcome in outcomes):
+                        # Nothing changed: roll back so the revision does not move.
+                        raise _NothingToDo()
+            except _NothingToDo:
+                pass
+            for outcome in outcomes:
+                counts[outcome] += 1
+            if progress is not None:
+                progress(min(start + batch, len(pages)), len(pages))
+        return counts
+
+    def put_page(self, page: PageInput) -> str:
+        """Write one Page atomically: 'created', 'updated' or 'unchanged'."""
+        counts = self.put_pages([page])
+        return next(outcome for outcome, n in counts.items() if n)
+
+    def get_page(self, slug: str) -> dict[str, Any]:
+        """The full Page. Raises `WikiError(page_not_found)`."""
+        page = self._page_row(slug)
+        if page is None:
+            raise WikiError("page_not_found", f"no page {slug!r}")
+        return page
+
+    def list_pages(self) -> list[dict[str, Any]]:
+        """Every Page's metadata, sorted by slug."""
+        rows = self.conn.execute(
+            "SELECT slug, title, kind, summary, updated_at FROM pages ORDER BY slug"
+        )
+        return [
+            {"slug": s, "title": t, "kind": k, "summary": m, "updatedAt": u}
+            for s, t, k, m, u in rows
+        ]
+
+    def remove_page(self, slug: str) -> None:
+        """Delete a Page with its citations, provenance and outgoing links."""
+        with write_transaction(self.conn, content=True):
+            if self.conn.execute("SELECT 1 FROM pages WHERE slug = ?", (slug,)).fetchone() is None:
+                raise WikiError("page_not_found", f"no page {slug!r}")
+            self.conn.execute("DELETE FROM pages WHERE slug = ?", (slug,))
+            for table, column in (
+                ("page_sources", "page_slug"),
+                ("page_provenance", "page_slug"),
+                ("links", "from_slug"),
+            ):
+                self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (slug,))
+            _unindex(self.conn, "page", slug)
+
+    # ---------------------------------------------------------------- sources
+
+    def add_sources(
+        self, sources: Sequence[SourceInput], *, progress: Progress | None = None
+    ) -> list[dict[str, Any]]:
+        """Store Source snapshots in one transaction, deduplicated by SHA-256."""
+        out: list[dict[str, Any]] = []
+        now = utc_now()
+        try:
+            with write_transaction(self.conn, content=True):
+                created_any = False
+                for done, source in enumerate(sources, start=1):
+                    ident = source_id(source.content_hash)
+                    row = self.conn.execute(
+                        "SELECT id, title FROM sources WHERE content_hash = ?",
+                        (source.content_hash,),
+                    ).fetchone()
+                    if row is not None:
+                        out.append({"id": row[0], "title": row[1], "created": False})
+                    else:
+                        self.conn.execute(
+                            "INSERT INTO sources (id, content_hash, title, origin, content, "
+                            "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                            (ident, source.content_hash, source.title, source.origin,
+                             source.content, source.created_at or now),
+                        )  # fmt: skip
+                        _index(
+                            self.conn, "source", ident,
+                            (source.title, source.origin or "", "", source.content),
+                        )  # fmt: skip
+                        created_any = True
+                        out.append({"id": ident, "title": source.title, "created": True})
+                    if progress is not None:
+                        progress(done, len(sources))
+                if not created_any:
+                    raise _NothingToDo()
+        except _NothingToDo:
+            pass
+        return out
+
+    def get_source(self, ident: str, *, offset: int, max_chars: int) -> dict[str, Any]:
+        """A window of a Source's text. Raises `WikiError(source_not_found)`."""
+        row = self.conn.execute(
+            "SELECT id, title, origin, content_hash, created_at, length(content), "
+            "substr(content, ?, ?) FROM sources WHERE id = ?",
+            (offset + 1, max_chars, ident),
+        ).fetchone()
+        if row is None:
+            raise WikiError("source_not_found", f"no source {ident!r}")
+        length, content = int(row[5]), row[6] or ""
+        return {
+            "id": row[0],
+            "title": row[1],
+            "origin": row[2],
+            "contentHash": row[3],
+            "createdAt": row[4],
+            "length": length,
+            "offset": offset,
+            "content": content,
+            "has_more": offset + len(content) < length,
+        }
+
+    # ------------------------------------------------------------ graph, meta
+
+    def status(self) -> dict[str, Any]:
+        """Store id, revisions, counts and graph state."""
+        info = read_info(self.conn)
+        pages = self.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+        sources = self.conn.execute("SELECT COUNT(*) FROM sources").fetchone()[0]
+        return {
+            "path": str(self.path),
+            "storeId": info.store_id,
+            "revision": info.store_revision,
+            "contentRevision": info.content_revision,
+            "pages": int(pages),
+            "sources": int(sources),
+            "graph": {
+                "enabled": info.graph_enabled,
+                "status": graph_status(info),
+                "builtRevision": info.graph_built_revision,
+            },
+        }
+
+    def set_graph_enabled(self, enabled: bool) -> bool:
+        """Enable or disable the document graph; False when it already was."""
+        if read_info(self.conn).graph_enabled == enabled:
+            return False
+        with write_transaction(self.conn, content=False):
+            self.conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'graph_enabled'", ("1" if enabled else "0",)
+            )
+        return True
+
+    def build_graph(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Rebuild the projection at the current `content_revision`.
+
+        Raises `WikiError(graph_disabled)` when the graph is not enabled.
+        """
+        if not read_info(self.conn).graph_enabled:
+            raise WikiError(
+                "graph_disabled",
+                "the document graph is disabled; run `lwc config set --graph enabled`",
+            )
+        with write_transaction(self.conn, content=False):
+            pairs = build_projection(self.conn, progress)
+            revision = read_info(self.conn).content_revision
+            self.conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('graph_built_revision', ?)",
+                (str(revision),),
+            )
+        return {"builtRevision": revision, "related": pairs, **self.status()}
+
+    def repair(self) -> dict[str, Any]:
+        """Check integrity and rebuild the search index (opening already rolled back a journal).
+
+        Raises `StoreError(store_corrupt)` when SQLite's integrity check fails.
+        """
+        problems = [row[0] for row in self.conn.execute("PRAGMA integrity_check")]
+        if problems != ["ok"]:
+            raise StoreError("store_corrupt", "integrity check failed: " + "; ".join(problems[:5]))
+        with write_transaction(self.conn, content=False):
+            reindexed = self._reindex()
+        return {"integrity": "ok", "reindexed": reindexed, **self.status()}
+
+    def _reindex(self) -> int:
+        self.conn.execute("DELETE FROM search_index")
+        self.conn.execute("DELETE FROM search_docs")
+        count = 0
+        for slug, title, summary, body in self.conn.execute(
+            "SELECT slug, title, summary, body FROM pages ORDER BY slug"
+        ).fetchall():
+            _index(self.conn, "page", slug, (title, slug, summary or "", body))
+            count += 1
+        for ident, title, origin, content in self.conn.execute(
+            "SELECT id, title, origin, content FROM sources ORDER BY id"
+        ).fetchall():
+            _index(self.conn, "source", ident, (title, origin or "", "", content))
+            count += 1
+        return count
+
+    def source_ids(self) -> set[str]:
+        """The ids of every stored Source."""
+        return {row[0] for row in self.conn.execute("SELECT id FROM sources")}
+
+    def iter_sources(self) -> Iterable[tuple[str, str, str | None, str, str, str]]:
+        """Every Source `(id, title, origin, content_hash, created_at, content)` by id."""
+        yield from self.conn.execute(
+            "SELECT id, title, origin, content_hash, created_at, content FROM sources ORDER BY id"
+        )
+
+
+class _NothingToDo(Exception):
+    """Raised inside a write transaction to roll it back when nothing changed."""

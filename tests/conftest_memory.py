@@ -1,0 +1,116 @@
+"""Helpers shared by the memory-plane and Wiki CLI tests (plain functions, no fixtures)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from lwc_trio.memory.engine import MemoryQuery, explore_memory
+from lwc_trio.memory.store import create_store
+from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source
+
+REPO = Path(__file__).resolve().parents[1]
+BOTH = frozenset({"project", "global"})
+
+
+def new_store(root: Path) -> Path:
+    """Create `root/.lwc/wiki.db` (an empty current-format store) and return its path."""
+    (root / ".lwc").mkdir(parents=True, exist_ok=True)
+    path = root / ".lwc" / "wiki.db"
+    assert create_store(path)
+    return path
+
+
+def put_pages(db: Path, pages: Iterable[PageInput]) -> None:
+    """Write `pages` through the real write path."""
+    with Wiki(db) as wiki:
+        wiki.put_pages(list(pages))
+
+
+def add_source(db: Path, text: str, *, title: str = "notes", origin: str = "notes.md") -> str:
+    """Store one Source and return its id."""
+    content, digest = decode_source(text.encode("utf-8"), name=title)
+    with Wiki(db) as wiki:
+        return str(wiki.add_sources([SourceInput(title, origin, content, digest)])[0]["id"])
+
+
+def page(slug: str, title: str, body: str = "", **kw: Any) -> PageInput:
+    """A PageInput with defaults."""
+    return PageInput(slug=slug, title=title, body=body, **kw)
+
+
+def ask(
+    query: str,
+    project: Path,
+    *,
+    workspace: Path | None = None,
+    home: Path,
+    scope: str = "all",
+    allowed: frozenset[str] = BOTH,
+    max_documents: int = 8,
+    cancelled: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Run the engine the way the memory worker does."""
+    q = MemoryQuery(
+        query=query,
+        project_path=project,
+        workspace=workspace or project,
+        home=home,
+        scope=scope,
+        allowed_scopes=allowed,
+        max_documents=max_documents,
+    )
+    return explore_memory(q, cancelled=cancelled or threading.Event())
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` with its bytes (symlinks recorded by target)."""
+    files: dict[str, bytes] = {}
+    for directory, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(directory) / name
+            rel = path.relative_to(root).as_posix()
+            files[rel] = (
+                b"->" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            )
+    return files
+
+
+def run_lwc(
+    *args: str, cwd: Path, home: Path, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`python -m lwc_trio ARGS` with HOME set and output captured (stdout is a pipe)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        "LANG": "C.UTF-8",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "lwc_trio", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def out_json(proc: subprocess.CompletedProcess[bytes]) -> Any:
+    """stdout of a successful command, parsed."""
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+def err_code(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """The `error.code` a failed command printed on stderr (its only stderr line)."""
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, proc.stderr.decode()
+    return str(json.loads(lines[0])["error"]["code"])

@@ -1,0 +1,59 @@
+"""Link extraction and slug rules: what becomes a link, and which names are safe slugs."""
+
+from __future__ import annotations
+
+import pytest
+
+from lwc_trio.memory.links import extract_links
+from lwc_trio.memory.slugs import slug_problem
+
+
+def test_wikilink_forms_are_extracted_sorted_and_deduped() -> None:
+    """[[slug]], [[slug|alias]] and [[slug#frag]] all name the slug; output is sorted."""
+    body = "See [[zeta]], [[alpha|the first]], [[beta#usage]] and [[alpha]] again."
+    assert extract_links(body) == ["alpha", "beta", "zeta"]
+
+
+def test_markdown_links_to_md_files_count_urls_do_not() -> None:
+    """Relative `*.md` targets give their stem; URLs, anchors and other files are ignored."""
+    body = (
+        "[guide](docs/guide.md#setup) [sp](<my%20notes.md>) [web](https://x.org/a.md) "
+        '[img](pic.png) [top](#intro) [t](other.md "title")'
+    )
+    assert extract_links(body) == ["guide", "my notes", "other"]
+
+
+def test_links_inside_code_are_not_links() -> None:
+    """Fenced blocks (``` and ~~~) and inline code spans never contribute links."""
+    body = (
+        "real [[one]] and `[[inline]]`\n"
+        "```python\nx = '[[fenced]]'\n```\n"
+        "~~~~\n[[tilde]]\n~~~\n still inside the four-tilde fence [[still]]\n~~~~\n"
+        "after [[two]]"
+    )
+    assert extract_links(body) == ["one", "two"]
+
+
+def test_self_links_and_unsafe_targets_are_dropped() -> None:
+    """A page does not link to itself, and a target that is no valid slug is ignored."""
+    assert extract_links("[[me]] [[../etc]] [[a/b]] [[ok]]", own_slug="me") == ["ok"]
+
+
+@pytest.mark.parametrize(
+    "slug", ["", "a/b", "a\\b", "..", "a..b", ".", "tab\there", "nl\n", " lead", "x" * 201]
+)
+def test_unsafe_slugs_are_refused(slug: str) -> None:
+    """Empty, separators, dot-dot, control characters, padding and overlong names are refused."""
+    assert slug_problem(slug) is not None
+
+
+@pytest.mark.parametrize("slug", ["kubernetes", "Rust-async_2", "数据库", "v1.2", ".hidden"])
+def test_safe_slugs_are_accepted(slug: str) -> None:
+    """Ordinary names, CJK and dotted names are one safe filename segment."""
+    assert slug_problem(slug) is None
+
+
+def test_slug_limit_counts_utf8_bytes() -> None:
+    """66 CJK characters (198 bytes) fit; 67 (201 bytes) do not."""
+    assert slug_problem("数" * 66) is None
+    assert slug_problem("数" * 67) is not None

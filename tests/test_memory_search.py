@@ -1,0 +1,502 @@
+"""Search ranking, merging, caps and store selection give the hand-checked answers of SPEC §4."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from conftest_memory import add_source, ask, new_store, page, put_pages
+
+from lwc_trio.memory.engine import MemoryCancelled
+from lwc_trio.memory.results import make_snippet
+from lwc_trio.memory.search import BM25_WEIGHTS, fts_query
+from lwc_trio.memory.tokenize import tokenize
+from lwc_trio.memory.writer import Wiki
+
+RESULT_KEYS = [
+    "scope",
+    "type",
+    "identifier",
+    "title",
+    "kind",
+    "summary",
+    "provenance",
+    "snippet",
+    "rank",
+    "match",
+    "updatedAt",
+]
+PAGE_KEYS = [
+    "scope",
+    "slug",
+    "title",
+    "kind",
+    "summary",
+    "body",
+    "provenance",
+    "links",
+    "updatedAt",
+    "truncated",
+]
+
+FILLER = [
+    page(f"filler-{i}", f"Filler {word}", f"{word} text")
+    for i, word in enumerate(
+        ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel"]
+    )
+]
+
+
+def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A workspace with a project store and an empty home: (project dir, store, home)."""
+    project = tmp_path / "ws"
+    home = tmp_path / "home"
+    home.mkdir()
+    return project, new_store(project), home
+
+
+def ids(memory: dict[str, object]) -> list[str]:
+    """Identifiers of the results, in order."""
+    return [row["identifier"] for row in memory["results"]]  # type: ignore[attr-defined,index]
+
+
+def raw_bm25(db: Path, query: str, ident: str) -> float:
+    """FTS5's own BM25 for one page, to check the adjustments by hand."""
+    conn = sqlite3.connect(db)
+    weights = ", ".join(map(str, BM25_WEIGHTS))
+    row = conn.execute(
+        f"SELECT bm25(search_index, {weights}) FROM search_index JOIN search_docs d "
+        "ON d.doc_id = search_index.rowid WHERE search_index MATCH ? AND d.ident = ?",
+        (fts_query(tokenize(query)), ident),
+    ).fetchone()
+    conn.close()
+    return float(row[0])
+
+
+def test_title_match_outranks_body_match(tmp_path: Path) -> None:
+    """A term in the title (weight 8) beats the same term repeated in a body (weight 1)."""
+    project, db, home = setup(tmp_path)
+    put_pages(
+        db,
+        [
+            *FILLER,
+            page("consensus", "Raft consensus", "leader election"),
+            page("notes", "Meeting notes", "raft raft raft was discussed"),
+        ],
+    )
+    memory = ask("raft", project, home=home)
+    assert memory["state"] == "ready"
+    assert ids(memory) == ["consensus", "notes"]
+    assert [row["match"] for row in memory["results"]] == ["lexical", "lexical"]
+    assert memory["results"][0]["rank"] < memory["results"][1]["rank"] < 0
+
+
+def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
+    """Exact title (x2) and exact slug (x1.5) multiply the BM25 score: rank = bm25 x 3."""
+    project, db, home = setup(tmp_path)
+    put_pages(
+        db,
+        [
+            *FILLER,
+            page("deploy-pipeline", "Deploy pipeline", "how we ship"),
+            page("ci", "CI notes", "the deploy step of the pipeline"),
+        ],
+    )
+    memory = ask("deploy pipeline", project, home=home)
+    ranks = {row["identifier"]: row["rank"] for row in memory["results"]}
+    assert ranks["deploy-pipeline"] == pytest.approx(
+        raw_bm25(db, "deploy pipeline", "deploy-pipeline") * 3.0
+    )
+    assert ranks["ci"] == pytest.approx(raw_bm25(db, "deploy pipeline", "ci"))
+    assert ids(memory) == ["deploy-pipeline", "ci"]
+
+
+def test_generic_pages_are_pushed_down_unless_asked_for(tmp_path: Path) -> None:
+    """An `index` page ranks below an equal page, except when the query says "index"."""
+    project, db, home = setup(tmp_path)
+    put_pages(
+        db, [*FILLER, page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes")]
+    )
+    assert ids(ask("kubernetes", project, home=home)) == ["guide", "index"]
+    assert ids(ask("kubernetes index", project, home=home))[0] == "index"
+
+
+def test_source_summarized_by_a_matching_source_page_is_hidden(tmp_path: Path) -> None:
+    """A Source cited by a matching kind=source Page is hidden; a concept Page hides nothing."""
+    project, db, home = setup(tmp_path)
+    sid = add_source(db, "kubernetes rollout details", title="Rollout log")
+    put_pages(
+        db,
+        [
+            *FILLER,
+            page(
+                "rollout-summary",
+                "Rollout summary",
+                "kubernetes rollout",
+                kind="source",
+                sources=(sid,),
+            ),
+        ],
+    )
+    assert ids(ask("kubernetes rollout", project, home=home)) == ["rollout-summary"]
+    put_pages(
+        db,
+        [
+            page(
+                "rollout-summary",
+                "Rollout summary",
+                "kubernetes rollout",
+                kind="concept",
+                sources=(sid,),
+            )
+        ],
+    )
+    assert set(ids(ask("kubernetes rollout", project, home=home))) == {"rollout-summary", sid}
+
+
+def test_link_rerank_prefers_the_linked_page(tmp_path: Path) -> None:
+    """Of two otherwise equal Pages, the one other Pages link to ranks first."""
+    project, db, home = setup(tmp_path)
+    put_pages(
+        db,
+        [
+            *FILLER,
+            page("wa", "Widget notes", "widget"),
+            page("wb", "Widget notes", "widget"),
+            page("c", "Cee", "see [[wb]]"),
+            page("d", "Dee", "see [[wb]]"),
+        ],
+    )
+    memory = ask("widget", project, home=home)
+    assert ids(memory) == ["wb", "wa"]
+    assert memory["results"][0]["rank"] == pytest.approx(
+        memory["results"][1]["rank"] * (1 + 0.05 * 1.584962500721156)  # log2(1 + 2 links)
+    )
+
+
+def test_fuzzy_fallback_adds_typo_matches_after_lexical_hits(tmp_path: Path) -> None:
+    """A misspelt query finds the title by rapidfuzz, marked fuzzy, ranked after lexical hits."""
+    project, db, home = setup(tmp_path)
+    put_pages(
+        db,
+        [
+            *FILLER,
+            page("k8s", "Kubernetes Deployment", "how we deploy"),
+            page("typo", "Log excerpt", "error: kubernets not found"),
+            page("trust", "Trust boundaries", "who may call what"),
+        ],
+    )
+    memory = ask("kubernets", project, home=home)
+    assert ids(memory) == ["typo", "k8s"]
+    assert [row["match"] for row in memory["results"]] == ["lexical", "fuzzy"]
+    assert memory["results"][0]["rank"] < 0 <= memory["results"][1]["rank"] < 0.2
+    # Whole-word matching: "rust" is not a typo of "trust".
+    assert ids(ask("rust", project, home=home)) == []
+
+
+def test_fuzzy_pass_is_skipped_when_lexical_fills_the_limit(tmp_path: Path) -> None:
+    """With maxDocuments lexical hits, no fuzzy result is added."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [*FILLER, page("k8s", "Kubernetes", "x"), page("typo", "Typo", "kubernets")])
+    memory = ask("kubernets", project, home=home, max_documents=1)
+    assert [(r["identifier"], r["match"]) for r in memory["results"]] == [("typo", "lexical")]
+
+
+def test_merge_order_project_before_global_then_pages_before_sources(tmp_path: Path) -> None:
+    """Exact rank ties break project before global, then Page before Source."""
+    project, db, home = setup(tmp_path)
+    global_db = new_store(home)
+    for store in (db, global_db):
+        put_pages(store, [*FILLER, page("zeta", "Omega", "")])
+        add_source(store, "", title="Omega", origin="zeta")
+    memory = ask("omega", project, home=home)
+    got = [(r["scope"], r["type"]) for r in memory["results"]]
+    assert got == [
+        ("project", "page"),
+        ("project", "source"),
+        ("global", "page"),
+        ("global", "source"),
+    ]
+    assert len({r["rank"] for r in memory["results"]}) == 1
+    assert [s["scope"] for s in memory["stores"]] == ["project", "global"]
+
+
+def test_better_global_hit_precedes_worse_project_hit(tmp_path: Path) -> None:
+    """Stores merge by rank first: a stronger global match comes before a weak project one."""
+    project, db, home = setup(tmp_path)
+    global_db = new_store(home)
+    put_pages(db, [*FILLER, page("weak", "Weak", "a long body that mentions zebra once only")])
+    put_pages(global_db, [*FILLER, page("zebra", "Zebra", "zebra zebra")])
+    memory = ask("zebra", project, home=home)
+    assert [(r["scope"], r["identifier"]) for r in memory["results"]] == [
+        ("global", "zebra"),
+        ("project", "weak"),
+    ]
+
+
+def test_same_query_same_stores_same_bytes(tmp_path: Path) -> None:
+    """Two runs of one query over unchanged stores serialize to identical bytes."""
+    project, db, home = setup(tmp_path)
+    new_store(home)
+    put_pages(
+        db, [*FILLER, page("a", "Alpha 机器学习", "alpha [[b]] body"), page("b", "Beta", "alpha")]
+    )
+    first = json.dumps(ask("alpha 学习 banana", project, home=home), ensure_ascii=False)
+    second = json.dumps(ask("alpha 学习 banana", project, home=home), ensure_ascii=False)
+    assert first == second
+
+
+def test_field_order_is_fixed(tmp_path: Path) -> None:
+    """Result, page, store and memory keys come out in the SPEC order."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("a", "Alpha", "alpha body")])
+    memory = ask("alpha", project, home=home)
+    assert list(memory) == ["state", "stores", "results", "pages", "graph"]
+    assert list(memory["results"][0]) == RESULT_KEYS
+    assert list(memory["pages"][0]) == PAGE_KEYS
+    assert list(memory["stores"][0]) == ["scope", "storeId", "revision", "state"]
+    assert memory["graph"] == [
+        {"scope": "project", "status": {"engine": "disabled", "status": "disabled"}}
+    ]
+
+
+def test_page_bodies_are_capped_at_15000_each_and_60000_total(tmp_path: Path) -> None:
+    """Five 40,000-character bodies: four cut to exactly 15,000, the fifth omitted."""
+    project, db, home = setup(tmp_path)
+    body = ("lorem ipsum " * 4000)[:39_990] + " capsword"
+    put_pages(db, [page(f"p{i}", f"Page {i}", body) for i in range(5)])
+    memory = ask("capsword", project, home=home)
+    assert len(memory["results"]) == 5
+    assert [len(p["body"]) for p in memory["pages"]] == [15_000] * 4
+    assert all(p["truncated"] for p in memory["pages"])
+    assert [p["slug"] for p in memory["pages"]] == ids(memory)[:4]
+    assert all(len(r["snippet"]) <= 180 for r in memory["results"])
+
+
+def test_cjk_bodies_are_cut_in_code_points(tmp_path: Path) -> None:
+    """A 40,000-character CJK body is cut to exactly 15,000 code points; a short one is whole."""
+    project, db, home = setup(tmp_path)
+    long_body = "数据库" * 13_333 + "数"
+    put_pages(db, [page("long", "长文", long_body), page("short", "短文", "数据库" * 3000)])
+    memory = ask("数据库", project, home=home)
+    bodies = {p["slug"]: p for p in memory["pages"]}
+    assert len(long_body) == 40_000
+    assert bodies["long"]["body"] == long_body[:15_000] and bodies["long"]["truncated"]
+    assert bodies["short"]["body"] == "数据库" * 3000 and not bodies["short"]["truncated"]
+    assert sum(len(p["body"]) for p in memory["pages"]) == 24_000
+
+
+def test_budget_cuts_the_last_page_to_what_is_left(tmp_path: Path) -> None:
+    """10,000 + 4 x 40,000 characters: total exactly 60,000, the last page cut to what is left."""
+    project, db, home = setup(tmp_path)
+    # The title match puts the small page first; the big ones follow.
+    pages = [page("small", "Budget", ("budget " * 1500)[:10_000])]
+    pages += [page(f"big{i}", f"Big {i}", ("budget " * 6000)[:40_000]) for i in range(4)]
+    put_pages(db, [*FILLER, *pages])
+    memory = ask("budget", project, home=home)
+    assert memory["pages"][0]["slug"] == "small"
+    assert [len(p["body"]) for p in memory["pages"]] == [10_000, 15_000, 15_000, 15_000, 5_000]
+    assert [p["truncated"] for p in memory["pages"]] == [False, True, True, True, True]
+
+
+def test_sources_never_return_their_content(tmp_path: Path) -> None:
+    """A matching Source contributes a ≤ 180-character snippet and no other text."""
+    project, db, home = setup(tmp_path)
+    secret_tail = "tailmarker " * 500
+    sid = add_source(db, "needle " + "x" * 300 + " " + secret_tail, title="Big source")
+    memory = ask("needle", project, home=home)
+    assert ids(memory) == [sid]
+    row = memory["results"][0]
+    assert row["type"] == "source" and row["kind"] is None and row["provenance"] is None
+    assert len(row["snippet"]) <= 180
+    assert "tailmarker" not in json.dumps(memory)
+    assert memory["pages"] == []
+
+
+def test_zero_terms_is_ready_with_no_results(tmp_path: Path) -> None:
+    """A query of stop words and punctuation answers ready with empty lists."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("a", "The", "the of and")])
+    memory = ask("the of ?!", project, home=home)
+    assert memory["state"] == "ready"
+    assert memory["results"] == [] and memory["pages"] == []
+    assert len(memory["stores"]) == 1 and len(memory["graph"]) == 1
+
+
+def test_missing_stores_are_unavailable_with_next_action(tmp_path: Path) -> None:
+    """No store: store_not_found with `lwc init` (project, all) or the global init command."""
+    project, home = tmp_path / "ws", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    for scope, command, cwd in (
+        ("project", "lwc init", project),
+        ("all", "lwc init", project),
+        ("global", "lwc --scope global init", home),
+    ):
+        memory = ask("x", project, home=home, scope=scope)
+        assert memory["state"] == "unavailable"
+        assert memory["error"]["code"] == "store_not_found"
+        assert memory["nextAction"] == {"command": command, "cwd": str(cwd)}
+    only_global = ask("x", project, home=home, scope="all", allowed=frozenset({"global"}))
+    assert only_global["nextAction"]["command"] == "lwc --scope global init"
+
+
+def test_scope_all_reads_only_allowed_stores(tmp_path: Path) -> None:
+    """With the host allowing only project, scope all never opens the global store."""
+    project, db, home = setup(tmp_path)
+    put_pages(new_store(home), [page("g", "Gamma", "gamma")])
+    put_pages(db, [page("p", "Gamma", "gamma")])
+    memory = ask("gamma", project, home=home, allowed=frozenset({"project"}))
+    assert [s["scope"] for s in memory["stores"]] == ["project"]
+    assert ids(ask("gamma", project, home=home, scope="global")) == ["g"]
+
+
+def test_store_reached_both_ways_is_read_once_as_global(tmp_path: Path) -> None:
+    """A project store that is a copy of the global one (same store_id) is read once."""
+    project, home = tmp_path / "ws", tmp_path / "home"
+    project.mkdir()
+    put_pages(new_store(home), [page("g", "Gamma", "gamma")])
+    (project / ".lwc").mkdir()
+    shutil.copyfile(home / ".lwc" / "wiki.db", project / ".lwc" / "wiki.db")
+    memory = ask("gamma", project, home=home)
+    assert [s["scope"] for s in memory["stores"]] == ["global"]
+    assert [(r["scope"], r["identifier"]) for r in memory["results"]] == [("global", "g")]
+
+
+def test_nearest_store_wins_and_never_above_the_workspace(tmp_path: Path) -> None:
+    """The nearest .lwc/wiki.db up to the workspace is used; one above it is ignored."""
+    home = tmp_path / "home"
+    home.mkdir()
+    put_pages(new_store(tmp_path / "outer"), [page("o", "Outer", "word")])
+    put_pages(new_store(tmp_path / "outer" / "ws"), [page("w", "Ws", "word")])
+    deep = tmp_path / "outer" / "ws" / "a" / "b"
+    deep.mkdir(parents=True)
+    assert ids(ask("word", deep, workspace=tmp_path / "outer" / "ws", home=home)) == ["w"]
+    lonely = tmp_path / "outer" / "elsewhere"
+    lonely.mkdir()
+    memory = ask("word", lonely, workspace=lonely, home=home, scope="project")
+    assert memory["state"] == "unavailable"
+
+
+def test_home_lwc_is_never_a_project_store(tmp_path: Path) -> None:
+    """Walking up through $HOME does not take $HOME/.lwc as the project store."""
+    home = tmp_path / "home"
+    put_pages(new_store(home), [page("g", "Gamma", "gamma")])
+    project = home / "code" / "proj"
+    project.mkdir(parents=True)
+    memory = ask("gamma", project, workspace=tmp_path, home=home, scope="project")
+    assert memory["state"] == "unavailable"
+
+
+def test_failing_store_keeps_the_plane_ready(tmp_path: Path) -> None:
+    """A symlinked project .lwc is store_path_invalid while the global store still answers."""
+    project, home = tmp_path / "ws", tmp_path / "home"
+    project.mkdir()
+    put_pages(new_store(home), [page("g", "Gamma", "gamma")])
+    put_pages(new_store(tmp_path / "elsewhere"), [page("e", "Gamma", "gamma")])
+    os.symlink(tmp_path / "elsewhere" / ".lwc", project / ".lwc")
+    memory = ask("gamma", project, home=home)
+    assert memory["state"] == "ready"
+    assert memory["stores"][0] == {
+        "scope": "project",
+        "storeId": None,
+        "revision": None,
+        "state": "error",
+        "error": {"code": "store_path_invalid", "message": memory["stores"][0]["error"]["message"]},
+    }
+    assert ids(memory) == ["g"]
+    only = ask("gamma", project, home=home, scope="project")
+    assert only["state"] == "error" and only["error"]["code"] == "store_path_invalid"
+
+
+def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
+    """A write bumps store_revision, so cached title indexes never hide new Pages."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [*FILLER, page("one", "Kubernetes", "x")])
+    assert ids(ask("kubernets", project, home=home)) == ["one"]
+    put_pages(db, [page("two", "Kubernetes operators", "y")])
+    assert ids(ask("kubernets", project, home=home)) == ["one", "two"]
+
+
+def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:
+    """A hub linked by 20 Pages yields the seed plus 11 related Pages and 11 RELATED edges."""
+    project, db, home = setup(tmp_path)
+    spokes = [page(f"s{i:02}", f"Spoke {i}", "see [[hub]]") for i in range(20)]
+    put_pages(db, [page("hub", "Hub topic", "central"), *spokes])
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+    memory = ask("hub topic", project, home=home)
+    item = memory["graph"][0]
+    assert item["status"] == {"engine": "sqlite", "status": "ready"}
+    assert item["seed"] == "hub"
+    hood = item["neighborhood"]
+    assert (hood["depth"], hood["limit"]) == (1, 12)
+    assert len(hood["nodes"]) == 12 and len(hood["edges"]) == 11
+    assert hood["nodes"][0] == {
+        "key": "page:hub",
+        "identifier": "hub",
+        "title": "Hub topic",
+        "kind": "concept",
+        "depth": 0,
+        "score": None,
+    }
+    assert [n["identifier"] for n in hood["nodes"][1:]] == [f"s{i:02}" for i in range(11)]
+    assert {e["type"] for e in hood["edges"]} == {"RELATED"}
+    assert all(n["depth"] == 1 and n["score"] == 1.0 for n in hood["nodes"][1:])
+
+
+def test_graph_scores_links_shared_sources_and_common_neighbours(tmp_path: Path) -> None:
+    """Both link directions, a shared Source and a common neighbour add up as documented."""
+    project, db, home = setup(tmp_path)
+    sid = add_source(db, "shared evidence")
+    put_pages(
+        db,
+        [
+            page("seed", "Seed topic", "to [[both]] and [[mid]]", sources=(sid,)),
+            page("both", "Both", "back to [[seed]]"),
+            page("cited", "Cited", "unrelated", sources=(sid,)),
+            page("mid", "Mid", "to [[far]]"),
+            page("far", "Far", "end"),
+        ],
+    )
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+    hood = ask("seed topic", project, home=home)["graph"][0]["neighborhood"]
+    scores = {n["identifier"]: n["score"] for n in hood["nodes"][1:]}
+    # both: two link directions; mid: one link; cited: one shared source; far: common neighbour.
+    assert scores == {"both": 2.0, "mid": 1.0, "cited": 0.5, "far": 0.25}
+
+
+def test_preset_cancel_raises_memory_cancelled(tmp_path: Path) -> None:
+    """A query whose deadline already passed stops with MemoryCancelled."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("a", "Alpha", "alpha")])
+    event = threading.Event()
+    event.set()
+    with pytest.raises(MemoryCancelled):
+        ask("alpha", project, home=home, cancelled=event)
+
+
+def test_terms_in_half_the_documents_do_not_select_candidates(tmp_path: Path) -> None:
+    """With a rarer term present, a term found in most documents only adds no-weight matches."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page(f"c{i}", f"Common {i}", "everywhere") for i in range(6)])
+    put_pages(db, [page("rare", "Rare", "everywhere unusual")])
+    assert ids(ask("everywhere unusual", project, home=home)) == ["rare"]
+    assert len(ask("everywhere", project, home=home)["results"]) == 7
+
+
+def test_snippet_starts_near_the_first_match_and_fits_180() -> None:
+    """The snippet is one line, ≤ 180 characters, around the first query term."""
+    text = "intro words " * 30 + "the needle\n\nis   here " + "tail " * 100
+    snippet = make_snippet(text, ["needle"])
+    assert snippet.startswith("…") and snippet.endswith("…")
+    assert "needle is here" in snippet and len(snippet) == 180
+    assert make_snippet("short text", ["absent"]) == "short text"

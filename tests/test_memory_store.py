@@ -1,0 +1,320 @@
+"""Stores are read without creating files, hostile files are refused, writes are atomic."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest_memory import add_source, ask, new_store, page, put_pages, snapshot
+
+from lwc_trio.memory import engine, schema, store
+from lwc_trio.memory.errors import StoreError
+from lwc_trio.memory.store import (
+    Interrupted,
+    create_store,
+    open_reader,
+    open_writer,
+    translate_error,
+    write_transaction,
+)
+from lwc_trio.memory.writer import Wiki
+
+
+def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(project dir, its store, an empty home)."""
+    project = tmp_path / "ws"
+    home = tmp_path / "home"
+    home.mkdir()
+    return project, new_store(project), home
+
+
+def meta(db: Path) -> dict[str, str]:
+    """The store's meta table."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        conn.close()
+
+
+def tamper(db: Path, *statements: str) -> None:
+    """Change a store behind the writer's back (what a hostile clone could ship)."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    for statement in statements:
+        conn.execute(statement)
+    conn.close()
+
+
+def test_queries_create_no_file(tmp_path: Path) -> None:
+    """A session of lexical, fuzzy, graph and empty queries leaves every byte as it was."""
+    project, db, home = setup(tmp_path)
+    put_pages(new_store(home), [page("g", "Global", "shared word")])
+    put_pages(db, [page("a", "Alpha", "shared word [[b]]"), page("b", "Beta", "word")])
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+    before = snapshot(tmp_path)
+    for query in ("shared word", "alpah", "the", "beta", "zzz"):
+        assert ask(query, project, home=home)["state"] == "ready"
+    assert snapshot(tmp_path) == before
+
+
+def test_reader_sees_last_commit_while_a_writer_is_mid_transaction(tmp_path: Path) -> None:
+    """An open write transaction (its journal not hot) neither blocks nor breaks a reader."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("a", "Alpha", "alpha")])
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("UPDATE pages SET title = 'Changed'")
+    try:
+        memory = ask("alpha", project, home=home)
+        assert memory["results"][0]["title"] == "Alpha"
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_exclusive_lock_gives_store_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer holding the exclusive lock past the busy limit makes the store store_busy."""
+    monkeypatch.setattr(engine, "BUSY_LIMIT_S", 0.2)
+    project, db, home = setup(tmp_path)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        memory = ask("alpha", project, home=home, scope="project")
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert memory == {
+        "state": "error",
+        "error": {"code": "store_busy", "message": memory["error"]["message"]},
+    }
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ("CREATE TRIGGER t AFTER INSERT ON pages BEGIN SELECT 1; END",),
+        ("CREATE VIEW v AS SELECT 1",),
+        ("DROP TABLE pages", "CREATE VIEW pages AS SELECT 1 AS slug"),
+        ("DROP TABLE links", "CREATE TABLE links (from_slug, to_slug)"),
+        ("DELETE FROM meta WHERE key = 'store_id'",),
+        ("UPDATE meta SET value = 'x' WHERE key = 'store_revision'",),
+    ],
+    ids=["trigger", "view", "pages-view", "links-changed", "no-store-id", "bad-revision"],
+)
+def test_hostile_schema_is_store_corrupt(tmp_path: Path, statements: tuple[str, ...]) -> None:
+    """Any object or meta value the writer would not have made makes the store store_corrupt."""
+    project, db, home = setup(tmp_path)
+    tamper(db, *statements)
+    memory = ask("alpha", project, home=home, scope="project")
+    assert memory["state"] == "error" and memory["error"]["code"] == "store_corrupt"
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"not a database at all" * 10, b"SQLite format 3\x00" + b"\xff" * 200]
+)
+def test_non_sqlite_file_is_store_corrupt(tmp_path: Path, content: bytes) -> None:
+    """Empty, garbage or damaged files are store_corrupt and stay untouched."""
+    project, db, home = setup(tmp_path)
+    db.write_bytes(content)
+    memory = ask("alpha", project, home=home, scope="project")
+    assert memory["error"]["code"] == "store_corrupt"
+    assert db.read_bytes() == content
+    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]
+
+
+def test_wal_mode_store_is_refused_without_creating_wal_files(tmp_path: Path) -> None:
+    """A store switched to WAL is store_corrupt, and no -wal or -shm file appears."""
+    project, db, home = setup(tmp_path)
+    tamper(db, "PRAGMA journal_mode = WAL")
+    memory = ask("alpha", project, home=home, scope="project")
+    assert memory["error"]["code"] == "store_corrupt"
+    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]
+
+
+def test_newer_format_is_unsupported_store_version(tmp_path: Path) -> None:
+    """A store from a newer lwc gets unsupported_store_version, for readers and writers."""
+    project, db, home = setup(tmp_path)
+    tamper(db, "UPDATE meta SET value = '99' WHERE key = 'format_version'")
+    memory = ask("alpha", project, home=home, scope="project")
+    assert memory["error"]["code"] == "unsupported_store_version"
+    with pytest.raises(StoreError) as caught:
+        open_writer(db)
+    assert caught.value.code == "unsupported_store_version"
+
+
+def test_older_format_without_migration_is_refused(tmp_path: Path) -> None:
+    """A format with no migration path is unsupported, and the writer leaves it unchanged."""
+    _project, db, _home = setup(tmp_path)
+    tamper(db, "UPDATE meta SET value = '0' WHERE key = 'format_version'")
+    before = db.read_bytes()
+    with pytest.raises(StoreError) as caught:
+        open_writer(db)
+    assert caught.value.code == "unsupported_store_version"
+    assert db.read_bytes() == before
+
+
+def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening an older store for writing runs its migrations and records the new format."""
+    _project, db, _home = setup(tmp_path)
+    monkeypatch.setattr(store, "FORMAT_VERSION", 2)
+    monkeypatch.setattr(store, "MIGRATIONS", {1: ("UPDATE meta SET value = value WHERE 0",)})
+    open_writer(db).close()
+    assert meta(db)["format_version"] == "2"
+    assert meta(db)["store_revision"] == "1"
+
+
+def make_hot_journal(db: Path) -> None:
+    """Kill a writer in the middle of a large transaction, leaving a hot journal behind."""
+    code = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size = 2')\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "c.execute(\"UPDATE pages SET body = body || 'changed'\")\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(db)], check=True)
+    journal = db.with_name("wiki.db-journal")
+    assert journal.exists() and journal.stat().st_size > 0
+
+
+def test_hot_journal_needs_recovery_then_repair_restores(tmp_path: Path) -> None:
+    """A crashed write gives store_needs_recovery + `lwc repair`, which restores the last commit."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page(f"p{i}", f"Page {i}", "body " * 2000) for i in range(40)])
+    make_hot_journal(db)
+    memory = ask("page", project, home=home, scope="project")
+    assert memory["state"] == "unavailable"
+    assert memory["error"]["code"] == "store_needs_recovery"
+    assert memory["nextAction"] == {"command": "lwc repair", "cwd": str(project)}
+    assert db.with_name("wiki.db-journal").exists()  # the reader did not touch it
+    with Wiki(db) as wiki:
+        wiki.repair()
+    assert not db.with_name("wiki.db-journal").exists()
+    after = ask("page", project, home=home, scope="project")
+    assert after["state"] == "ready"
+    assert all(not p["body"].endswith("changed") for p in after["pages"])
+
+
+def test_graph_readiness_transitions(tmp_path: Path) -> None:
+    """disabled → pending (enabled) → ready (built) → pending (page written) → ready → disabled."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("a", "Alpha", "alpha")])
+
+    def status() -> str:
+        return str(ask("alpha", project, home=home)["graph"][0]["status"]["status"])
+
+    assert status() == "disabled"
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+    assert status() == "pending"
+    with Wiki(db) as wiki:
+        wiki.build_graph()
+    assert status() == "ready"
+    assert ask("alpha", project, home=home)["graph"][0]["seed"] == "a"
+    put_pages(db, [page("b", "Beta", "beta")])
+    assert status() == "pending"
+    assert "seed" not in ask("alpha", project, home=home)["graph"][0]
+    with Wiki(db) as wiki:
+        wiki.build_graph()
+    assert status() == "ready"
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(False)
+    assert ask("alpha", project, home=home)["graph"][0]["status"] == {
+        "engine": "disabled",
+        "status": "disabled",
+    }
+
+
+def test_revisions_move_as_documented(tmp_path: Path) -> None:
+    """store_revision moves on every write, content_revision on content only, no-ops on neither."""
+    _project, db, _home = setup(tmp_path)
+    assert (meta(db)["store_revision"], meta(db)["content_revision"]) == ("0", "0")
+    put_pages(db, [page("a", "Alpha", "alpha")])
+    assert (meta(db)["store_revision"], meta(db)["content_revision"]) == ("1", "1")
+    put_pages(db, [page("a", "Alpha", "alpha")])  # identical: nothing written
+    assert meta(db)["store_revision"] == "1"
+    add_source(db, "text")
+    assert (meta(db)["store_revision"], meta(db)["content_revision"]) == ("2", "2")
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+    assert (meta(db)["store_revision"], meta(db)["content_revision"]) == ("3", "2")
+
+
+def test_interrupted_write_leaves_previous_revision(tmp_path: Path) -> None:
+    """Ctrl-C inside a write transaction rolls back: the file bytes are unchanged."""
+    _project, db, _home = setup(tmp_path)
+    put_pages(db, [page("a", "Alpha", "alpha")])
+    before = db.read_bytes()
+    conn = open_writer(db)
+    with pytest.raises(KeyboardInterrupt), write_transaction(conn, content=True):
+        conn.execute("DELETE FROM pages")
+        raise KeyboardInterrupt
+    conn.close()
+    assert db.read_bytes() == before
+
+
+def test_concurrent_writers_are_serialized(tmp_path: Path) -> None:
+    """Two threads writing at once both succeed and the store stays consistent."""
+    project, db, home = setup(tmp_path)
+    errors: list[BaseException] = []
+
+    def write(prefix: str) -> None:
+        try:
+            for i in range(15):
+                put_pages(db, [page(f"{prefix}{i}", f"Title {prefix}{i}", "common")])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in ("x", "y")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with Wiki(db) as wiki:
+        assert len(wiki.list_pages()) == 30
+        assert wiki.status()["revision"] == 30
+    assert len(ask("common", project, home=home, max_documents=20)["results"]) == 20
+
+
+def test_progress_handler_interrupts_a_running_statement(tmp_path: Path) -> None:
+    """Setting the cancel event stops a long SQLite statement within milliseconds."""
+    _project, db, _home = setup(tmp_path)
+    event = threading.Event()
+    conn = open_reader(db, event)
+    threading.Timer(0.05, event.set).start()
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        conn.execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+        ).fetchone()
+    conn.close()
+    assert time.monotonic() - started < 2.0
+    assert isinstance(translate_error(caught.value), Interrupted)
+
+
+def test_create_store_is_exclusive_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    """A second create on the same path reports False and nothing else is left in .lwc."""
+    db = new_store(tmp_path)
+    assert create_store(db) is False
+    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]
+    assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
+
+
+def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
+    """A valid header over garbage b-tree pages is store_corrupt, not a crash."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page(f"p{i}", f"Page {i}", "alpha " * 300) for i in range(30)])
+    data = bytearray(db.read_bytes())
+    data[4096:] = bytes((i * 37 + 11) % 256 for i in range(len(data) - 4096))
+    db.write_bytes(bytes(data))
+    memory = ask("alpha", project, home=home, scope="project")
+    assert memory["state"] == "error" and memory["error"]["code"] == "store_corrupt"

@@ -1,0 +1,83 @@
+"""The tokenizer splits, folds, bigrams and dedupes exactly as SPEC §4 says."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lwc_trio.memory.tokenize import MAX_TERMS, STOP_WORDS, token_spans, tokenize, tokens
+
+
+def test_max_terms_is_64() -> None:
+    """The query bound the dispatcher enforces is exactly 64 terms."""
+    assert MAX_TERMS == 64
+
+
+def test_english_words_are_lowercased_alphanumeric_runs() -> None:
+    """Punctuation, underscores and hyphens separate words; case folds; digits are words."""
+    assert tokenize("Async-Runtime: tokio_rs v2 3.14!") == [
+        "async",
+        "runtime",
+        "tokio",
+        "rs",
+        "v2",
+        "3",
+        "14",
+    ]
+
+
+def test_stop_words_are_dropped() -> None:
+    """Stop words never become terms, in any case."""
+    assert tokenize("How does THE scheduler work in an Actor") == ["scheduler", "work", "actor"]
+    assert tokenize("the of and to") == []
+    assert {"the", "and", "how", "what"} <= STOP_WORDS
+
+
+def test_cjk_runs_become_adjacent_bigrams() -> None:
+    """A run of CJK characters yields its overlapping bigrams, in order."""
+    assert tokenize("机器学习") == ["机器", "器学", "学习"]
+    assert tokenize("データベース") == ["デー", "ータ", "タベ", "ベー", "ース"]
+    assert tokenize("한국어") == ["한국", "국어"]
+
+
+def test_single_cjk_character_is_a_unigram() -> None:
+    """A lone CJK character between other text stays a term by itself."""
+    assert tokenize("日 rust 本") == ["日", "rust", "本"]
+
+
+def test_mixed_text_splits_scripts() -> None:
+    """CJK next to Latin letters splits into a word and bigrams."""
+    assert tokenize("Rust语言编程guide") == ["rust", "语言", "言编", "编程", "guide"]
+
+
+def test_terms_are_deduped_in_first_seen_order() -> None:
+    """`tokenize` keeps the first occurrence; `tokens` keeps repeats for the index."""
+    assert tokenize("beta alpha Beta ALPHA gamma") == ["beta", "alpha", "gamma"]
+    assert tokens("beta alpha Beta") == ["beta", "alpha", "beta"]
+
+
+def test_64_and_65_distinct_terms() -> None:
+    """64 distinct words give 64 terms and 65 give 65 (the caller refuses > 64)."""
+    words = [f"w{i}" for i in range(65)]
+    assert len(tokenize(" ".join(words[:64]))) == 64
+    assert len(tokenize(" ".join(words))) == 65
+    # Repeats and stop words do not count toward the bound.
+    assert len(tokenize(" ".join(words[:64] * 3 + ["the"] * 10))) == 64
+
+
+def test_spans_index_the_original_text() -> None:
+    """Every span slices the original text to the term (before lowercasing)."""
+    text = "Hello 世界 World"
+    spans = list(token_spans(text))
+    assert spans == [("hello", 0, 5), ("世界", 6, 8), ("world", 9, 14)]
+
+
+@given(st.text(max_size=200))
+def test_tokenize_is_deterministic_and_clean(text: str) -> None:
+    """For any text: same output twice, no empty terms, no stop words, no duplicates."""
+    first = tokenize(text)
+    assert first == tokenize(text)
+    assert all(first)
+    assert not set(first) & STOP_WORDS
+    assert len(first) == len(set(first))
+    assert set(first) == set(tokens(text))
