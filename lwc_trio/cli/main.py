@@ -49,16 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    from lwc_trio.cli import serve
+    from lwc_trio.cli import cg, explore, serve, wiki
 
-    serve.register(sub, common)
-    for name in ("wiki", "cg", "agent"):
-        try:
-            module = __import__(f"lwc_trio.cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"lwc_trio.cli.{name}":
-                raise
-            continue
+    for module in (serve, wiki, explore, cg):
         module.register(sub, common)
     return parser
 
@@ -68,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        args.scope = getattr(args, "scope", "project")
+        args.scope = getattr(args, "scope", getattr(args, "default_scope", "project"))
         args.json = getattr(args, "json", False)
         return int(args.func(args))
     except UsageError as exc:

@@ -1,0 +1,120 @@
+"""`lwc explore QUERY`: the tool's own pipeline, run once from the command line.
+
+The same actors (authorizer, plane workers) and the same result JSON as
+`lwc_explore`, so what a person sees here is exactly what an agent gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from lwc_trio import __version__
+from lwc_trio.cli.output import emit, fail, wants_json
+from lwc_trio.config import ServerConfig
+
+SCOPES = {"project": frozenset({"project"}), "global": frozenset({"global"})}
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `explore` to the command tree."""
+    p = sub.add_parser("explore", parents=[common], help="run lwc_explore once and print it")
+    p.add_argument("query")
+    p.add_argument("--mode", choices=("memory", "code", "all"), default="memory")
+    p.add_argument("--max-documents", type=int, default=None)
+    p.add_argument("--max-files", type=int, default=None)
+    p.add_argument("--path", help="project directory (default: the working directory)")
+    # Like the tool, explore reads every store unless --scope narrows it.
+    p.set_defaults(func=run, default_scope="all")
+
+
+def _workspace(project: Path, home: Path) -> Path:
+    """The directory the project's Wiki or git repository lives in, else `project`.
+
+    A person runs `lwc explore` anywhere inside a project; the server's
+    workspace binding is the project root, so search for it upwards.
+    """
+    directory = project
+    while True:
+        if directory != home and ((directory / ".lwc").is_dir() or (directory / ".git").exists()):
+            return directory
+        if directory.parent == directory or directory.parent == home or directory == home:
+            return project
+        directory = directory.parent
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `explore` command."""
+    import trio
+
+    from lwc_trio.actors.supervisor import Services
+    from lwc_trio.faults import FaultPlan
+
+    env = dict(os.environ)
+    home = Path(os.path.realpath(env.get("HOME") or os.path.expanduser("~")))
+    project = Path(os.path.realpath(args.path or os.getcwd()))
+    arguments: dict[str, Any] = {
+        "query": args.query,
+        "projectPath": str(project),
+        "mode": args.mode,
+        "scope": args.scope,
+        "maxDocuments": args.max_documents,
+        "maxFiles": args.max_files,
+    }
+    config = ServerConfig(
+        workspace=_workspace(project, home), home=home, env=env, version=__version__
+    )
+
+    async def main() -> dict[str, Any]:
+        services = Services(config, FaultPlan())
+        async with trio.open_nursery() as nursery:
+            await nursery.start(services.run)
+            result = await services.dispatcher().explore(arguments)
+            nursery.cancel_scope.cancel()
+        return result
+
+    result = trio.run(main)
+    structured = result["structuredContent"]
+    if "error" in structured and "query" not in structured:
+        error = structured["error"]
+        raise fail(error["code"], f"{error['message']} (field {error['field']})")
+    emit(structured, as_json=wants_json(args.json), human=_human)
+    return 0
+
+
+def _human(result: dict[str, Any]) -> str:
+    lines = [f"lwc explore {result['query']!r} — mode {result['mode']}, scope {result['scope']}"]
+    memory = result["memory"]
+    lines.append(_plane_line("memory", memory))
+    if memory.get("state") == "ready":
+        for item in memory["results"]:
+            lines.append(
+                f"  {item['scope']:<7} {item['type']:<6} {item['identifier']}  {item['title']}"
+            )
+            if item.get("snippet"):
+                lines.append(f"          {item['snippet'][:120]}")
+    code = result["codeGraph"]
+    lines.append(_plane_line("code", code))
+    if code.get("state") == "ready":
+        lines.extend(f"  {name}" for name in code["files"])
+    return "\n".join(lines)
+
+
+def _plane_line(name: str, plane: dict[str, Any]) -> str:
+    state = plane.get("state")
+    if state in ("unavailable", "error"):
+        line = f"{name}: {state} — {plane['error']['message']}"
+        if "nextAction" in plane:
+            line += f" (run `{plane['nextAction']['command']}`)"
+        return line
+    if state == "ready" and name == "memory":
+        return f"memory: ready, {len(plane['results'])} result(s)"
+    if state == "ready":
+        cut = " (truncated)" if plane["truncated"] else ""
+        return f"code: ready, {len(plane['files'])} file(s){cut}"
+    return f"{name}: {state}"
+
+
+__all__ = ["register"]
