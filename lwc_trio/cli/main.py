@@ -49,9 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    from lwc_trio.cli import cg, explore, serve, wiki
+    from lwc_trio.cli import agent, cg, explore, serve, wiki
 
-    for module in (serve, wiki, explore, cg):
+    for module in (serve, wiki, explore, cg, agent):
         module.register(sub, common)
     return parser
 

@@ -1,0 +1,601 @@
+"""`lwc agent install|status|uninstall` against real files in a temporary HOME and project."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lwc_trio.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Env:
+    """A temporary HOME, a project directory (the cwd) and a fake `lwc` on PATH."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.project = root / "work" / "proj"
+        self.bin = root / "bin"
+        for path in (self.home, self.project, self.bin):
+            path.mkdir(parents=True)
+        self.lwc = self.bin / "lwc"
+        self.lwc.write_text("#!/bin/sh\nexit 0\n")
+        self.lwc.chmod(0o755)
+        self.vars = {
+            "HOME": str(self.home),
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "PYTHONPATH": str(REPO),
+            "LANG": "C.UTF-8",
+        }
+
+    def run(
+        self, *args: str, cwd: Path | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `lwc ARGS` as a subprocess (stdout is a pipe, so output is JSON)."""
+        return self.spawn(args, cwd, env)
+
+    def spawn(
+        self, args: tuple[str, ...], cwd: Path | None, env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        """`run` with its parts passed explicitly."""
+        return subprocess.run(
+            [sys.executable, "-m", "lwc_trio", *args],
+            cwd=cwd or self.project,
+            env={**self.vars, **env},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    def ok(self, *args: str, **env: str) -> dict[str, Any]:
+        """Run and return the stdout JSON of a successful command."""
+        done = self.spawn(args, None, env)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def error(self, code: int, *args: str, **env: str) -> dict[str, str]:
+        """Run a failing command and return its stderr error object."""
+        done = self.spawn(args, None, env)
+        assert done.returncode == code, (done.stdout, done.stderr)
+        assert done.stdout == ""
+        error: dict[str, str] = json.loads(done.stderr)["error"]
+        return error
+
+    def snapshot(self) -> dict[str, tuple[bytes | str, int]]:
+        """Every file, link and folder under HOME and the project, with content and mode."""
+        out: dict[str, tuple[bytes | str, int]] = {}
+        for base in (self.home, self.root / "work"):
+            for directory, dirs, files in os.walk(base):
+                for name in [*dirs, *files]:
+                    path = Path(directory, name)
+                    st = path.lstat()
+                    if stat.S_ISLNK(st.st_mode):
+                        content: bytes | str = "-> " + os.readlink(path)
+                    elif stat.S_ISDIR(st.st_mode):
+                        content = "<dir>"
+                    else:
+                        content = path.read_bytes()
+                    out[str(path)] = (content, st.st_mode)
+        return out
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    """A fresh HOME, project and PATH."""
+    return Env(tmp_path.resolve())
+
+
+def backups(path: Path) -> list[Path]:
+    """Backups lwc made of `path`."""
+    return sorted(path.parent.glob(path.name + ".lwc-backup-*"))
+
+
+def install_twice(env: Env, path: Path, *args: str) -> dict[str, Any]:
+    """Install, then check a second run reports unchanged and changes no byte and no backup."""
+    first = env.ok("agent", "install", *args)
+    assert first["status"] in ("added", "replaced") and first["written"] is True
+    after = env.snapshot()
+    second = env.ok("agent", "install", *args)
+    assert (second["status"], second["written"], second["backup"]) == ("unchanged", False, None)
+    assert env.snapshot() == after
+    return first
+
+
+# ---------------------------------------------------------------------------- per host
+
+
+def test_claude_project_merges_into_mcp_json(env: Env) -> None:
+    """Claude Code: the entry joins .mcp.json's servers with an absolute --path; CodeGraph stays."""
+    path = env.project / ".mcp.json"
+    original = (
+        "{\n"
+        '  "mcpServers": {\n'
+        '    "github": {"command": "npx", "args": ["-y", "@mcp/github"], "env": {"T": "${T}"}},\n'
+        '    "codegraph": {\n'
+        '      "command": "npx",\n'
+        '      "args": ["-y", "@colbymchenry/codegraph", "serve", "--mcp"]\n'
+        "    }\n"
+        "  },\n"
+        '  "x-team": {"owner": "infra", "ratio": 1.50}\n'
+        "}\n"
+    )
+    path.write_text(original)
+    result = install_twice(env, path, "claude-code")
+    assert path.read_text() == (
+        "{\n"
+        '  "mcpServers": {\n'
+        '    "github": {"command": "npx", "args": ["-y", "@mcp/github"], "env": {"T": "${T}"}},\n'
+        '    "codegraph": {\n'
+        '      "command": "npx",\n'
+        '      "args": ["-y", "@colbymchenry/codegraph", "serve", "--mcp"]\n'
+        "    },\n"
+        '    "lwc": {\n'
+        '      "type": "stdio",\n'
+        f'      "command": "{env.lwc}",\n'
+        f'      "args": ["serve", "--mcp", "--path", "{env.project}"]\n'
+        "    }\n"
+        "  },\n"
+        '  "x-team": {"owner": "infra", "ratio": 1.50}\n'
+        "}\n"
+    )
+    assert result["file"] == str(path) and result["scope"] == "project"
+    [backup] = backups(path)
+    assert result["backup"] == str(backup) and backup.read_text() == original
+    [warning] = result["warnings"]
+    assert "'codegraph'" in warning and "lwc already includes CodeGraph" in warning
+    assert any("approve" in note for note in result["notes"])
+
+
+def test_claude_user_scope_keeps_claude_json_state(env: Env) -> None:
+    """Claude Code --user: a top-level mcpServers is added to ~/.claude.json, nothing else moves."""
+    path = env.home / ".claude.json"
+    original = (
+        '{\n  "numStartups": 12,\n  "projects": {\n    "/w": {\n      "mcpServers": {},\n'
+        '      "allowedTools": []\n    }\n  },\n  "userID": "abc"\n}'
+    )
+    path.write_text(original)
+    path.chmod(0o600)
+    install_twice(env, path, "claude", "--user")
+    assert path.read_text() == (
+        '{\n  "numStartups": 12,\n  "projects": {\n    "/w": {\n      "mcpServers": {},\n'
+        '      "allowedTools": []\n    }\n  },\n  "userID": "abc",\n  "mcpServers": {\n'
+        f'    "lwc": {{\n      "type": "stdio",\n      "command": "{env.lwc}",\n'
+        '      "args": ["serve", "--mcp"]\n    }\n  }\n}'
+    )
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_claude_config_dir_override(env: Env) -> None:
+    """With CLAUDE_CONFIG_DIR set, the user file is $CLAUDE_CONFIG_DIR/.claude.json."""
+    result = env.ok("agent", "install", "claude", "--user", CLAUDE_CONFIG_DIR=str(env.home / "alt"))
+    assert result["file"] == str(env.home / "alt" / ".claude.json")
+    assert (env.home / "alt" / ".claude.json").exists()
+    assert not (env.home / ".claude.json").exists()
+
+
+def test_cursor_project_keeps_comments(env: Env) -> None:
+    """Cursor: comments and other servers in .cursor/mcp.json survive; --path ${workspaceFolder}."""
+    path = env.project / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text(
+        '{\n  // shared with the team\n  "mcpServers": {\n    "db": {"url": "http://localhost:9"}'
+        " // local only\n  }\n}\n"
+    )
+    install_twice(env, path, "cursor")
+    assert path.read_text() == (
+        '{\n  // shared with the team\n  "mcpServers": {\n    "db": {"url": "http://localhost:9"},'
+        ' // local only\n    "lwc": {\n'
+        f'      "command": "{env.lwc}",\n'
+        '      "args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
+        "    }\n  }\n}\n"
+    )
+
+
+def test_cursor_user_creates_a_new_file_without_backup(env: Env) -> None:
+    """Cursor --user: a missing ~/.cursor/mcp.json is created, with no backup to keep."""
+    path = env.home / ".cursor" / "mcp.json"
+    result = install_twice(env, path, "cursor", "--user")
+    assert result["backup"] is None and backups(path) == []
+    assert path.read_text() == (
+        '{\n  "mcpServers": {\n    "lwc": {\n'
+        f'      "command": "{env.lwc}",\n'
+        '      "args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
+        "    }\n  }\n}\n"
+    )
+
+
+def test_vscode_project_jsonc_with_inputs_and_trailing_commas(env: Env) -> None:
+    """VS Code: `servers` with type stdio; inputs, comments and trailing commas are kept."""
+    path = env.project / ".vscode" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text(
+        "{\n"
+        '\t"inputs": [{"type": "promptString", "id": "key", "password": true},],\n'
+        "\t/* servers */\n"
+        '\t"servers": {\n'
+        '\t\t"fs": {"type": "stdio", "command": "npx", "args": ["fs"]},\n'
+        "\t},\n"
+        "}\n"
+    )
+    install_twice(env, path, "vscode")
+    assert path.read_text() == (
+        "{\n"
+        '\t"inputs": [{"type": "promptString", "id": "key", "password": true},],\n'
+        "\t/* servers */\n"
+        '\t"servers": {\n'
+        '\t\t"fs": {"type": "stdio", "command": "npx", "args": ["fs"]},\n'
+        '\t\t"lwc": {\n'
+        '\t\t\t"type": "stdio",\n'
+        f'\t\t\t"command": "{env.lwc}",\n'
+        '\t\t\t"args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
+        "\t\t},\n"
+        "\t},\n"
+        "}\n"
+    )
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="Linux location of the VS Code user folder")
+def test_vscode_user_file_location(env: Env) -> None:
+    """VS Code --user writes the default profile's mcp.json (XDG_CONFIG_HOME honoured)."""
+    result = env.ok("agent", "install", "code", "--user")
+    assert result["file"] == str(env.home / ".config" / "Code" / "User" / "mcp.json")
+    xdg = env.root / "xdg"
+    result = env.ok("agent", "install", "vscode", "--user", XDG_CONFIG_HOME=str(xdg))
+    assert result["file"] == str(xdg / "Code" / "User" / "mcp.json")
+
+
+def test_codex_appends_a_table_and_keeps_the_rest(env: Env) -> None:
+    """Codex: `[mcp_servers.lwc]` is appended to ~/.codex/config.toml; other tables untouched."""
+    path = env.home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    original = (
+        'model = "gpt-5"  # default model\n'
+        "\n"
+        "[mcp_servers.docs]\n"
+        'command = "npx"\n'
+        'args = ["-y", "docs-mcp"]\n'
+        "\n"
+        "[mcp_servers.docs.env]\n"
+        'TOKEN = "x"\n'
+    )
+    path.write_text(original)
+    result = install_twice(env, path, "codex")
+    assert result["scope"] == "user"
+    assert path.read_text() == original + (
+        f'\n[mcp_servers.lwc]\ncommand = "{env.lwc}"\nargs = ["serve", "--mcp"]\n'
+    )
+
+
+def test_codex_force_replaces_our_tables_in_place(env: Env) -> None:
+    """Codex --force: a stale `[mcp_servers.lwc]` (and its `.env`) is replaced where it stood."""
+    path = env.home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text(
+        '[mcp_servers.lwc]\ncommand = "/old/lwc"\nargs = ["serve"]\n\n'
+        '[mcp_servers.lwc.env]\nA = "1"\n\n'
+        '# keep\n[profiles.fast]\nmodel = "o4"\n'
+    )
+    error = env.error(1, "agent", "install", "codex")
+    assert error["code"] == "agent_entry_conflict" and str(path) in error["message"]
+    result = env.ok("agent", "install", "codex", "--force")
+    assert result["status"] == "replaced"
+    assert path.read_text() == (
+        f'[mcp_servers.lwc]\ncommand = "{env.lwc}"\nargs = ["serve", "--mcp"]\n\n'
+        '# keep\n[profiles.fast]\nmodel = "o4"\n'
+    )
+
+
+def test_codex_has_no_project_scope(env: Env) -> None:
+    """`--project` for Codex is a usage error (exit 2) and writes nothing."""
+    before = env.snapshot()
+    error = env.error(2, "agent", "install", "codex", "--project")
+    assert error["code"] == "agent_scope_unsupported"
+    assert env.snapshot() == before
+
+
+def test_codex_inline_entry_is_refused_not_rewritten(env: Env) -> None:
+    """An inline `mcp_servers = {...}` cannot be edited in place: refused, file untouched."""
+    path = env.home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('mcp_servers = { lwc = { command = "old" } }\n')
+    before = env.snapshot()
+    error = env.error(1, "agent", "install", "codex", "--force")
+    assert error["code"] == "agent_config_unsupported" and str(path) in error["message"]
+    assert env.snapshot() == before
+
+
+def test_gemini_project_settings_keep_other_settings(env: Env) -> None:
+    """Gemini: .gemini/settings.json keeps its settings and comments; --path is absolute."""
+    path = env.project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{\n  // mine\n  "theme": "GitHub",\n  "mcpServers": {}\n}\n')
+    install_twice(env, path, "gemini-cli")
+    assert path.read_text() == (
+        '{\n  // mine\n  "theme": "GitHub",\n  "mcpServers": {\n    "lwc": {\n'
+        f'      "command": "{env.lwc}",\n'
+        f'      "args": ["serve", "--mcp", "--path", "{env.project}"]\n'
+        "    }\n  }\n}\n"
+    )
+
+
+# ---------------------------------------------------------------------------- safety
+
+
+@pytest.mark.parametrize(
+    ("host", "relative", "content", "needle"),
+    [
+        ("claude-code", ".mcp.json", '{"mcpServers": {}', "line 1 column 18"),
+        ("claude-code", ".mcp.json", '{"mcpServers": {} // c\n}', "comments are not allowed"),
+        ("cursor", ".cursor/mcp.json", '{"mcpServers": []}', '"mcpServers" must be an object'),
+        ("vscode", ".vscode/mcp.json", '{"servers": {"a": 1 "b": 2}}', "Expecting ','"),
+        ("gemini", ".gemini/settings.json", '{"theme": "x",}', "trailing commas are not allowed"),
+        ("gemini", ".gemini/settings.json", "[]", "the top level must be a JSON object"),
+    ],
+)
+def test_malformed_files_are_reported_and_never_rewritten(
+    env: Env, host: str, relative: str, content: str, needle: str
+) -> None:
+    """Exit 1 with a JSON error naming the file and the parse problem; no byte changes."""
+    path = env.project / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    before = env.snapshot()
+    for args in (("install", host, "--force"), ("uninstall", host)):
+        error = env.error(1, "agent", *args)
+        assert error["code"] == "agent_config_invalid"
+        assert error["message"].startswith(f"{path} is not a valid config file")
+        assert needle in error["message"]
+    assert env.snapshot() == before
+
+
+def test_malformed_codex_toml_is_reported(env: Env) -> None:
+    """A broken config.toml is reported with tomllib's position and left alone."""
+    path = env.home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('[mcp_servers.lwc\ncommand = "x"\n')
+    before = env.snapshot()
+    error = env.error(1, "agent", "install", "codex")
+    assert error["code"] == "agent_config_invalid" and "line 1" in error["message"]
+    assert env.snapshot() == before
+
+
+def test_conflicting_entry_needs_force_and_force_keeps_a_backup(env: Env) -> None:
+    """A different `lwc` entry is refused without --force; --force replaces it with a backup."""
+    path = env.project / ".mcp.json"
+    original = (
+        '{\n  "mcpServers": {\n    "lwc": {"command": "uvx", "args": ["lwc-other"]}\n  }\n}\n'
+    )
+    path.write_text(original)
+    before = env.snapshot()
+    error = env.error(1, "agent", "install", "claude-code")
+    assert error["code"] == "agent_entry_conflict" and "--force" in error["message"]
+    assert env.snapshot() == before
+    result = env.ok("agent", "install", "claude-code", "--force")
+    assert result["status"] == "replaced"
+    [backup] = backups(path)
+    assert backup.read_text() == original
+    assert json.loads(path.read_text())["mcpServers"]["lwc"]["command"] == str(env.lwc)
+
+
+@pytest.mark.parametrize(
+    ("host", "relative"),
+    [
+        ("claude-code", ".mcp.json"),
+        ("cursor", ".cursor/mcp.json"),
+        ("vscode", ".vscode/mcp.json"),
+        ("gemini", ".gemini/settings.json"),
+    ],
+)
+def test_dry_run_writes_nothing(env: Env, host: str, relative: str) -> None:
+    """--dry-run prints the would-be diff, creates no file or folder and changes no byte."""
+    before = env.snapshot()
+    result = env.ok("agent", "install", host, "--dry-run")
+    assert (result["status"], result["written"], result["dryRun"]) == ("added", False, True)
+    assert result["diff"].startswith(f"--- /dev/null\n+++ {env.project / relative}\n")
+    assert '+      "command": ' in result["diff"]
+    assert env.snapshot() == before
+    (env.project / relative).parent.mkdir(parents=True, exist_ok=True)
+    (env.project / relative).write_text('{"other": true}\n')
+    before = env.snapshot()
+    result = env.ok("agent", "install", host, "--dry-run")
+    assert result["diff"].splitlines()[:2] == [
+        f"--- {env.project / relative}",
+        f"+++ {env.project / relative}",
+    ]
+    assert env.snapshot() == before
+
+
+def test_uninstall_dry_run_writes_nothing(env: Env) -> None:
+    """`uninstall --dry-run` shows the removal and leaves the file as it is."""
+    env.ok("agent", "install", "codex")
+    before = env.snapshot()
+    result = env.ok("agent", "uninstall", "codex", "--dry-run")
+    assert (result["status"], result["written"]) == ("removed", False)
+    assert "-[mcp_servers.lwc]" in result["diff"]
+    assert env.snapshot() == before
+
+
+ORIGINALS: dict[str, tuple[str, Callable[[Env], Path], str]] = {
+    "claude-code": (
+        "--user",
+        lambda e: e.home / ".claude.json",
+        '{\n  "mcpServers": {\n    "a": {"command": "a"}\n  },\n  "tipsHistory": {}\n}\n',
+    ),
+    "cursor": (
+        "--project",
+        lambda e: e.project / ".cursor" / "mcp.json",
+        '{\n  "mcpServers": {\n    "a": {"command": "a"} // note\n  }\n}\n',
+    ),
+    "vscode": (
+        "--project",
+        lambda e: e.project / ".vscode" / "mcp.json",
+        '{\n  "servers": {\n    "a": {"type": "stdio", "command": "a"},\n  },\n  "inputs": []\n}\n',
+    ),
+    "codex": (
+        "--user",
+        lambda e: e.home / ".codex" / "config.toml",
+        '[mcp_servers.a]\ncommand = "a"\n',
+    ),
+    "gemini": (
+        "--user",
+        lambda e: e.home / ".gemini" / "settings.json",
+        '{\n  "mcpServers": {\n    "a": {"command": "a"}\n  },\n  "theme": "x"\n}\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("host", sorted(ORIGINALS))
+def test_uninstall_removes_only_our_entry(env: Env, host: str) -> None:
+    """Install then uninstall gives back the original bytes; other servers stay registered."""
+    flag, locate, original = ORIGINALS[host]
+    path = locate(env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(original)
+    env.ok("agent", "install", host, flag)
+    result = env.ok("agent", "uninstall", host, flag)
+    assert result["status"] == "removed" and result["written"] is True
+    assert result["removed"]["command"] == str(env.lwc)
+    assert path.read_text() == original
+    assert len(backups(path)) == 2  # one per change
+    after = env.snapshot()
+    again = env.ok("agent", "uninstall", host, flag)
+    assert (again["status"], again["written"]) == ("absent", False)
+    assert env.snapshot() == after
+
+
+def test_uninstall_without_a_file_creates_nothing(env: Env) -> None:
+    """Removing from a host that has no config file is a no-op."""
+    before = env.snapshot()
+    assert env.ok("agent", "uninstall", "cursor", "--user")["status"] == "absent"
+    assert env.snapshot() == before
+
+
+# ---------------------------------------------------------------------------- environment
+
+
+def test_plain_lwc_when_not_on_path(env: Env) -> None:
+    """Without `lwc` on PATH the entry runs plain `lwc`, with a warning."""
+    if shutil.which("lwc", path="/usr/bin:/bin"):
+        pytest.skip("an lwc is installed system-wide")
+    result = env.ok("agent", "install", "codex", PATH="/usr/bin:/bin")
+    assert result["entry"]["command"] == "lwc"
+    assert any("not on PATH" in warning for warning in result["warnings"])
+
+
+def test_project_install_from_home_is_refused(env: Env) -> None:
+    """A project install from $HOME would bind the home folder: exit 2, nothing written."""
+    before = env.snapshot()
+    done = env.run("agent", "install", "cursor", cwd=env.home)
+    assert done.returncode == 2
+    assert json.loads(done.stderr)["error"]["code"] == "workspace_too_broad"
+    assert env.snapshot() == before
+
+
+def test_unknown_host_and_conflicting_flags_are_usage_errors(env: Env) -> None:
+    """A host lwc does not know, or --project with --user, exits 2."""
+    assert (
+        "claude-code, cursor, vscode, codex, gemini"
+        in env.error(2, "agent", "install", "vim")["message"]
+    )
+    env.error(2, "agent", "install", "cursor", "--project", "--user")
+
+
+def test_symlinked_user_config_keeps_its_link(env: Env) -> None:
+    """A dotfile-managed ~/.gemini/settings.json stays a link to the updated file."""
+    real = env.root / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text('{"theme": "x"}\n')
+    link = env.home / ".gemini" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    env.ok("agent", "install", "gemini", "--user")
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["mcpServers"]["lwc"]["args"] == ["serve", "--mcp"]
+
+
+# ---------------------------------------------------------------------------- status
+
+
+def test_status_reports_each_host_and_scope(env: Env) -> None:
+    """Status lists every host and scope with its file and state, and changes nothing."""
+    env.ok("agent", "install", "vscode")
+    env.ok("agent", "install", "codex")
+    (env.home / ".cursor").mkdir()
+    (env.home / ".cursor" / "mcp.json").write_text('{"mcpServers": {"lwc": {"command": "old"}}}')
+    (env.home / ".gemini").mkdir()
+    (env.home / ".gemini" / "settings.json").write_text("{oops")
+    (env.project / ".mcp.json").write_text('{"mcpServers": {"codegraph": {"command": "x"}}}')
+    before = env.snapshot()
+    result = env.ok("agent", "status")
+    assert env.snapshot() == before
+    states = {(r["host"], r["scope"]): r["state"] for r in result["configs"]}
+    assert states == {
+        ("claude-code", "project"): "not_registered",
+        ("claude-code", "user"): "no_config",
+        ("cursor", "project"): "no_config",
+        ("cursor", "user"): "outdated",
+        ("vscode", "project"): "registered",
+        ("vscode", "user"): "no_config",
+        ("codex", "user"): "registered",
+        ("gemini", "project"): "no_config",
+        ("gemini", "user"): "invalid",
+    }
+    assert result["registered"] == ["cursor/user", "vscode/project", "codex/user"]
+    rows = {(r["host"], r["scope"]): r for r in result["configs"]}
+    assert rows[("claude-code", "project")]["codegraph"] == ["codegraph"]
+    assert (
+        rows[("claude-code", "project")]["nextAction"] == "lwc agent install claude-code --project"
+    )
+    assert rows[("cursor", "user")]["nextAction"] == "lwc agent install cursor --user --force"
+    assert rows[("gemini", "user")]["message"].startswith(
+        f"{env.home / '.gemini' / 'settings.json'} is not a valid config file"
+    )
+    assert rows[("vscode", "project")]["file"] == str(env.project / ".vscode" / "mcp.json")
+    one = env.ok("agent", "status", "codex")
+    assert [(r["host"], r["state"]) for r in one["configs"]] == [("codex", "registered")]
+
+
+def test_status_from_home_skips_project_scope(env: Env) -> None:
+    """From $HOME there is no project: project rows say so instead of reading user files."""
+    done = env.run("agent", "status", "cursor", cwd=env.home)
+    assert done.returncode == 0
+    rows = json.loads(done.stdout)["configs"]
+    assert [(r["scope"], r["state"]) for r in rows] == [
+        ("project", "not_applicable"),
+        ("user", "no_config"),
+    ]
+
+
+def test_human_output_on_a_terminal(
+    env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a terminal, install and status print short readable lines instead of JSON."""
+    for name, value in env.vars.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(env.project)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["agent", "install", "cursor"]) == 0
+    out = capsys.readouterr().out
+    assert out == f"Cursor (project): added `lwc` to {env.project / '.cursor' / 'mcp.json'}\n"
+    assert main(["agent", "status", "cursor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "Cursor",
+        "project",
+        "registered",
+        str(env.project / ".cursor" / "mcp.json"),
+    ]
