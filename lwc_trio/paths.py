@@ -8,6 +8,7 @@ contents (nor the path itself, which may be huge or contain control bytes).
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Mapping
@@ -52,11 +53,16 @@ def prohibited_roots(env: Mapping[str, str]) -> frozenset[Path]:
     `/`, `$HOME`, `$TMPDIR`, `/tmp` and `SYSTEM_ROOTS`, each canonicalised so that e.g.
     `/private/tmp` counts as `/tmp` on macOS. Unset, empty or relative HOME/TMPDIR values are
     ignored: a relative one would resolve against the cwd and forbid an arbitrary directory.
-    Never raises.
+    Never raises. Cached per (HOME, TMPDIR): every tool call needs the list, and resolving the
+    ~25 roots again each time was most of the cost of authorizing a path.
     """
+    return _prohibited_roots(env.get("HOME", ""), env.get("TMPDIR", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _prohibited_roots(home: str, tmpdir: str) -> frozenset[Path]:
     raws = ["/", "/tmp", *SYSTEM_ROOTS]
-    for name in ("HOME", "TMPDIR"):
-        value = env.get(name, "")
+    for value in (home, tmpdir):
         if value.startswith("/") and "\0" not in value:
             raws.append(value)
     roots: set[Path] = set()

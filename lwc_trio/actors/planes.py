@@ -157,11 +157,12 @@ def _crashed(plane: str) -> dict[str, Any]:
 @asynccontextmanager
 async def memory_engine(config: Any) -> AsyncIterator[Engine]:
     """The memory plane: SQLite searches in worker threads under a limiter."""
-    from lwc_trio.memory.engine import explore_memory
-
     limiter = trio.CapacityLimiter(MEMORY_THREADS)
 
     async def run(query: Any) -> dict[str, Any]:
+        # Imported on first use, not at start-up: initialize is answered sooner.
+        from lwc_trio.memory.engine import explore_memory
+
         cancelled = threading.Event()
         try:
             result: dict[str, Any] = await trio.to_thread.run_sync(

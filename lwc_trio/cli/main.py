@@ -41,24 +41,44 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole `lwc` command tree."""
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names (skipping global options and --scope's value)."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--scope":
+            next(tokens, None)
+        elif not token.startswith("-"):
+            return token
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `lwc` command tree (only `serve` when that is the command being run).
+
+    `lwc serve` is started by agent hosts for every session: it skips importing
+    the Wiki, CodeGraph and installer commands it will never run.
+    """
     common = _common()
     parser = _Parser(prog="lwc", parents=[common], description="LWC memory-and-code MCP server")
     parser.add_argument("--version", action="version", version=f"lwc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    from lwc_trio.cli import agent, cg, explore, serve, wiki
+    from lwc_trio.cli import serve
 
-    for module in (serve, wiki, explore, cg, agent):
-        module.register(sub, common)
+    serve.register(sub, common)
+    if command != "serve":
+        from lwc_trio.cli import agent, cg, explore, wiki
+
+        for module in (wiki, explore, cg, agent):
+            module.register(sub, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `lwc`; returns the process exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_name(argv))
     try:
         args = parser.parse_args(argv)
         args.scope = getattr(args, "scope", getattr(args, "default_scope", "project"))
