@@ -13,6 +13,27 @@ DEFAULT_CODE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_IN_FLIGHT: Final = 32
 DEFAULT_QUEUE_SIZE: Final = 256
 DEFAULT_GRACE: Final = 2.0
+DEFAULT_HTTP_LISTEN: Final = "127.0.0.1:8080"
+
+
+@attrs.frozen
+class HttpConfig:
+    """The HTTP transport's validated flags (SPEC §1.2)."""
+
+    host: str = "127.0.0.1"
+    """The listen host as given (lowercased, IPv6 without brackets)."""
+    address: str = "127.0.0.1"
+    """The IP address `host` resolved to: what the socket binds."""
+    port: int = 8080
+    """0 asks the kernel for a free port."""
+    base_path: str = "/"
+    """Normalised mount path: requests must hit exactly this path."""
+    remote: bool = False
+    """`--http-allow-remote`: a bearer token is required and scopes default to project."""
+    token_file: Path | None = None
+    """Read once at start-up; every request must carry its bearer token."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Extra `Host` names (`NAME` or `NAME:PORT`, lowercased) from `--http-allowed-host`."""
 
 
 @attrs.frozen
@@ -32,3 +53,5 @@ class ServerConfig:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     queue_size: int = DEFAULT_QUEUE_SIZE
     grace: float = DEFAULT_GRACE
+    http: HttpConfig | None = None
+    """Set only with `--transport http`."""

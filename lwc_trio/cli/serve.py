@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from lwc_trio import __version__
-from lwc_trio.config import DEFAULT_CODE_TIMEOUT, DEFAULT_MEMORY_TIMEOUT, ServerConfig
-from lwc_trio.exceptions import CliError, LwcError, PathRuleError, UsageError
+from lwc_trio.config import (
+    DEFAULT_CODE_TIMEOUT,
+    DEFAULT_HTTP_LISTEN,
+    DEFAULT_MEMORY_TIMEOUT,
+    HttpConfig,
+    ServerConfig,
+)
+from lwc_trio.exceptions import LwcError, PathRuleError, UsageError
 from lwc_trio.faults import FaultPlan
 
 HTTP_ONLY: Final = (
@@ -85,7 +91,10 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
         raise UsageError(exc.message, code=exc.code) from None
     except OSError as exc:  # the working directory itself vanished
         raise UsageError(f"--path: {exc.strerror}", code="invalid_workspace") from None
-    allow = args.allow_scope or "all"
+    http = _http_config(args) if args.transport == "http" else None
+    # A server reachable from other machines shares only the project's memory
+    # unless the host explicitly allows more.
+    allow = args.allow_scope or ("project" if http is not None and http.remote else "all")
     return ServerConfig(
         workspace=workspace,
         home=Path(env.get("HOME") or os.path.expanduser("~")),
@@ -94,6 +103,70 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
         allowed_scopes=ALLOW_SCOPES[allow],
         memory_timeout=args.memory_timeout or DEFAULT_MEMORY_TIMEOUT,
         code_timeout=args.code_timeout or DEFAULT_CODE_TIMEOUT,
+        http=http,
+    )
+
+
+def _http_config(args: argparse.Namespace) -> HttpConfig:
+    """Validate the HTTP flags and resolve the listen address (SPEC §1.2).
+
+    Raises:
+        UsageError: malformed or unresolvable listen address, bad base path or
+            allowed host, or a non-loopback address without remote mode (exit 2).
+    """
+    import ipaddress
+    import socket
+
+    from lwc_trio.protocol import http_rules
+
+    listen = args.http_listen if args.http_listen is not None else DEFAULT_HTTP_LISTEN
+    try:
+        host, port = http_rules.parse_listen(listen)
+    except ValueError as exc:
+        raise UsageError(f"--http-listen: {exc}", code="invalid_listen_address") from None
+    try:
+        base_path = http_rules.normalise_base_path(args.http_base_path or "/")
+    except ValueError as exc:
+        raise UsageError(f"--http-base-path: {exc}", code="invalid_base_path") from None
+    try:
+        allowed = tuple(http_rules.parse_allowed_host(n) for n in args.http_allowed_host or ())
+    except ValueError as exc:
+        raise UsageError(f"--http-allowed-host: {exc}", code="invalid_allowed_host") from None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(
+            f"--http-listen: cannot resolve {host!r}: {getattr(exc, 'strerror', None) or exc}",
+            code="invalid_listen_address",
+        ) from None
+    addresses = [str(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
+    if not addresses:
+        raise UsageError(
+            f"--http-listen: {host!r} has no IP address", code="invalid_listen_address"
+        )
+    # Prefer IPv4 when a name has both: it is what "localhost" means to most clients.
+    address = next((a for a in addresses if ":" not in a), addresses[0])
+    loopback = all(ipaddress.ip_address(a.partition("%")[0]).is_loopback for a in addresses)
+    remote = bool(args.http_allow_remote)
+    if remote and args.http_token_file is None:
+        raise UsageError(
+            "--http-allow-remote needs --http-token-file (remote clients must send a bearer token)",
+            code="token_required",
+        )
+    if not loopback and not remote:
+        raise UsageError(
+            f"--http-listen {listen}: not a loopback address; serving other machines needs "
+            "--http-allow-remote and --http-token-file",
+            code="remote_not_allowed",
+        )
+    return HttpConfig(
+        host=host,
+        address=address,
+        port=port,
+        base_path=base_path,
+        remote=remote,
+        token_file=Path(args.http_token_file) if args.http_token_file is not None else None,
+        allowed_hosts=allowed,
     )
 
 
@@ -123,8 +196,17 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"lwc: LWC_FAULTS active: {line}\n")
         sys.stderr.flush()
     if args.transport == "http":
-        raise CliError("http_unavailable", "the HTTP transport is not available in this build")
+        return _run_http(config, faults)
     return _run_stdio(config, faults)
+
+
+def _run_http(config: ServerConfig, faults: FaultPlan) -> int:
+    import trio
+
+    # Imported here so stdio start-up never pays for the HTTP stack.
+    from lwc_trio.actors.http import serve_http
+
+    return trio.run(serve_http, config, faults)
 
 
 def _run_stdio(config: ServerConfig, faults: FaultPlan) -> int:
