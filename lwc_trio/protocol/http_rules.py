@@ -1,0 +1,442 @@
+"""The HTTP transport's rules (SPEC §1.2) as pure functions over plain data.
+
+The HTTP actor hands `check_head()` a request's method, path and headers and
+gets back either None (read the body) or the `Response` to send; `route_body()`
+turns the body into a finished `Response` or the `Request` to dispatch. The
+status order is fixed here and nowhere else:
+
+    403 Host/Origin → 404 path → 405 method → 401 token → 400 version header
+    → 415 content type → 406 Accept → 413 size → 400 JSON/envelope → 200/202
+
+The flag parsers (`parse_listen`, `normalise_base_path`, `parse_allowed_host`)
+live here too, so the CLI and the rules agree on what a host or path is.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import attrs
+
+from lwc_trio.protocol import jsonrpc
+from lwc_trio.protocol.framing import FRAME_LIMIT
+from lwc_trio.protocol.session import SUPPORTED_VERSIONS
+
+BODY_LIMIT: Final = FRAME_LIMIT
+"""Largest accepted request body: the same 64 KiB as a stdio frame."""
+
+RETRY_AFTER: Final = b"1"
+"""Seconds a 503 tells the client to wait: a tool call takes about that long."""
+
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
+"""Names a local client may put in `Host` (with the listen port)."""
+
+_DEFAULT_PORT: Final = 80
+"""The port a `Host` or `Origin` without one means (plain http)."""
+
+_NAME = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
+_PORT = re.compile(r"[0-9]{1,5}")
+_PATH_BAD = re.compile(r"[\x00-\x20\x7f?#%]")
+
+Headers = Sequence[tuple[bytes, bytes]]
+"""ASGI headers: lowercase names, raw values."""
+
+
+# -- authorities: `Host` values, `Origin` hosts, listen addresses ---------------------
+
+
+@attrs.frozen
+class Authority:
+    """A lowercased host (IPv6 in brackets) and its port; port None means "any port"."""
+
+    host: str
+    port: int | None
+
+    def __str__(self) -> str:
+        return self.host if self.port is None else f"{self.host}:{self.port}"
+
+
+def parse_authority(text: str) -> Authority | None:
+    """`host[:port]` as in a `Host` header, or None when it is not one."""
+    text = text.strip().lower()
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            return None
+        host, rest = text[: end + 1], text[end + 1 :]
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+    else:
+        host, sep, port_text = text.partition(":")
+        rest = sep + port_text
+        if not _NAME.fullmatch(host):
+            return None
+    if not rest:
+        return Authority(host, None)
+    if not rest.startswith(":") or not _PORT.fullmatch(rest[1:]):
+        return None
+    port = int(rest[1:])
+    return Authority(host, port) if port <= 65535 else None
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`--http-listen HOST:PORT` → (host without brackets, port).
+
+    Raises:
+        ValueError: not `HOST:PORT`; the message says why.
+    """
+    authority = parse_authority(text)
+    if authority is None or not text.strip():
+        raise ValueError(f"{text!r} is not HOST:PORT (IPv6 as [ADDR]:PORT)")
+    if authority.port is None:
+        raise ValueError(f"{text!r} has no port (HOST:PORT; port 0 picks a free one)")
+    return authority.host.strip("[]"), authority.port
+
+
+def parse_allowed_host(text: str) -> str:
+    """`--http-allowed-host NAME[:PORT]`, normalised; a bare NAME matches any port.
+
+    Raises:
+        ValueError: not a host name or address, optionally with a port.
+    """
+    authority = parse_authority(text)
+    if authority is None or not text.strip():
+        raise ValueError(f"{text!r} is not a host name (NAME or NAME:PORT)")
+    return str(authority)
+
+
+def normalise_base_path(text: str) -> str:
+    """`--http-base-path` → the exact path requests must hit (`/mcp/` → `/mcp`).
+
+    Raises:
+        ValueError: it does not start with `/`, holds `?`, `#`, `%`, spaces or
+            control characters, or has an empty segment inside.
+    """
+    if not text.startswith("/"):
+        raise ValueError(f"{text!r} must start with /")
+    if _PATH_BAD.search(text):
+        raise ValueError(f"{text!r} must not contain spaces, control characters, ?, # or %")
+    path = text.rstrip("/") or "/"
+    if "//" in path:
+        raise ValueError(f"{text!r} has an empty path segment")
+    return path
+
+
+def url_host(address: str) -> str:
+    """An address as it appears in a URL or `Host` (IPv6 in brackets)."""
+    return f"[{address}]" if ":" in address else address
+
+
+# -- the policy the rules enforce -------------------------------------------------------
+
+
+@attrs.frozen
+class Policy:
+    """What one running server accepts; built once the listen port is known."""
+
+    base_path: str
+    hosts: frozenset[Authority]
+    """Acceptable `Host` authorities; an entry with port None accepts any port."""
+    token: bytes | None = attrs.field(default=None, repr=False)
+    """The bearer token every request must carry, when one was configured."""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        port: int,
+        base_path: str = "/",
+        listen_names: Iterable[str] = (),
+        allowed_hosts: Iterable[str] = (),
+        token: bytes | None = None,
+    ) -> Policy:
+        """Loopback names and the listen host (both with the bound port), plus allowed hosts.
+
+        Wildcard listen addresses (`0.0.0.0`, `::`) name no host, so they add nothing.
+        """
+        hosts = {Authority(name, port) for name in LOOPBACK_HOSTS}
+        for name in listen_names:
+            if name not in ("0.0.0.0", "::"):
+                hosts.add(Authority(url_host(name.lower()), port))
+        for text in allowed_hosts:
+            authority = parse_authority(text)
+            if authority is not None:
+                hosts.add(authority)
+        return cls(base_path=base_path, hosts=frozenset(hosts), token=token)
+
+    def allows(self, authority: Authority) -> bool:
+        port = _DEFAULT_PORT if authority.port is None else authority.port
+        return (
+            Authority(authority.host, port) in self.hosts
+            or Authority(authority.host, None) in self.hosts
+        )
+
+
+# -- responses --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Response:
+    """A complete HTTP answer: status, extra headers and body."""
+
+    status: int
+    body: bytes = b""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    def asgi_headers(self) -> list[tuple[bytes, bytes]]:
+        """Every header to send, content-length included (never CORS headers)."""
+        headers = list(self.headers)
+        if self.body:
+            headers.append((b"content-type", b"application/json"))
+        headers.append((b"content-length", str(len(self.body)).encode()))
+        return headers
+
+
+def reply(message: dict[str, Any], status: int = 200) -> Response:
+    """A JSON-RPC message as the body of a response."""
+    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(status, body)
+
+
+def rejection(
+    status: int,
+    kind: str,
+    message: str,
+    *,
+    code: int = jsonrpc.INVALID_REQUEST,
+    request_id: jsonrpc.RequestId | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+    **data: Any,
+) -> Response:
+    """An HTTP-level refusal: the status plus a JSON-RPC error carrying `data.kind`."""
+    body = reply(jsonrpc.error(request_id, code, message, kind, **data)).body
+    return Response(status, body, headers)
+
+
+ACCEPTED: Final = Response(202)
+"""Notifications and client responses: nothing to say back."""
+
+
+def too_large() -> Response:
+    """413: the body went past `BODY_LIMIT`."""
+    return rejection(
+        413, "frame_too_large", f"Request exceeds {BODY_LIMIT // 1024} KiB", limit=BODY_LIMIT
+    )
+
+
+def busy(request_id: jsonrpc.RequestId, limit: int) -> Response:
+    """503: every tool-call slot is taken."""
+    return rejection(
+        503,
+        "server_busy",
+        f"Server busy: {limit} tool calls already in flight; retry shortly",
+        code=jsonrpc.SERVER_BUSY,
+        request_id=request_id,
+        headers=((b"retry-after", RETRY_AFTER),),
+    )
+
+
+# -- the checks, in SPEC order ----------------------------------------------------------
+
+
+@attrs.frozen
+class Head:
+    """What the rules look at before the body: method, decoded path, headers."""
+
+    method: str
+    path: str
+    headers: Headers = attrs.field(converter=tuple)
+
+    def values(self, name: bytes) -> list[str]:
+        """Every value of header `name` (lowercase), decoded as latin-1 like HTTP."""
+        return [value.decode("latin-1") for key, value in self.headers if key == name]
+
+
+def check_head(policy: Policy, head: Head) -> Response | None:
+    """The refusal for this request head, or None when its body should be read."""
+    for check in _HEAD_CHECKS:
+        refused = check(policy, head)
+        if refused is not None:
+            return refused
+    return None
+
+
+def _check_host(policy: Policy, head: Head) -> Response | None:
+    # HTTP/2 carries the host as `:authority`; HTTP/1.1 as `Host`.
+    hosts = head.values(b"host") or head.values(b":authority")
+    authority = parse_authority(hosts[0]) if len(hosts) == 1 else None
+    if authority is None or not policy.allows(authority):
+        shown = hosts[0] if len(hosts) == 1 else f"{len(hosts)} Host headers"
+        return rejection(403, "forbidden_host", f"Forbidden: Host {shown!r} is not allowed")
+    origins = head.values(b"origin")
+    if not origins:
+        return None
+    if len(origins) == 1 and _origin_allowed(policy, origins[0]):
+        return None
+    shown = origins[0] if len(origins) == 1 else f"{len(origins)} Origin headers"
+    return rejection(403, "forbidden_origin", f"Forbidden: Origin {shown!r} is not allowed")
+
+
+def _origin_allowed(policy: Policy, origin: str) -> bool:
+    # Browsers send `null` from sandboxed and file:// pages: never trusted.
+    scheme, sep, rest = origin.strip().partition("://")
+    if not sep or scheme.lower() != "http":
+        return False
+    authority = parse_authority(rest)
+    return authority is not None and policy.allows(authority)
+
+
+def _check_path(policy: Policy, head: Head) -> Response | None:
+    if head.path == policy.base_path:
+        return None
+    return rejection(404, "not_found", f"Not found: the MCP endpoint is {policy.base_path}")
+
+
+def _check_method(policy: Policy, head: Head) -> Response | None:
+    if head.method == "POST":
+        return None
+    # Stateless JSON mode has no SSE stream (GET) and no session to end (DELETE).
+    return rejection(
+        405,
+        "method_not_allowed",
+        f"Method not allowed: {head.method}; this endpoint takes POST only",
+        headers=((b"allow", b"POST"),),
+    )
+
+
+def _check_token(policy: Policy, head: Head) -> Response | None:
+    if policy.token is None:
+        return None
+    values = head.values(b"authorization")
+    if len(values) == 1:
+        scheme, _, credentials = values[0].strip().partition(" ")
+        offered = credentials.strip().encode("latin-1")
+        # compare_digest's time does not depend on where the bytes differ.
+        if scheme.lower() == "bearer" and hmac.compare_digest(offered, policy.token):
+            return None
+    return rejection(
+        401,
+        "unauthorized",
+        "Unauthorized: a valid bearer token is required",
+        headers=((b"www-authenticate", b"Bearer"),),
+    )
+
+
+def _check_version(policy: Policy, head: Head) -> Response | None:
+    values = head.values(b"mcp-protocol-version")
+    if not values or (len(values) == 1 and values[0].strip() in SUPPORTED_VERSIONS):
+        return None
+    shown = values[0] if len(values) == 1 else f"{len(values)} headers"
+    return rejection(
+        400,
+        "unsupported_protocol_version",
+        f"Bad Request: unsupported MCP-Protocol-Version {shown!r}",
+        supported=list(SUPPORTED_VERSIONS),
+    )
+
+
+def _check_content_type(policy: Policy, head: Head) -> Response | None:
+    values = head.values(b"content-type")
+    if len(values) == 1 and _is_json_type(values[0]):
+        return None
+    return rejection(
+        415,
+        "unsupported_media_type",
+        "Unsupported Media Type: Content-Type must be application/json",
+    )
+
+
+def _is_json_type(value: str) -> bool:
+    media_type, *params = value.split(";")
+    if media_type.strip().lower() != "application/json":
+        return False
+    for param in params:
+        name, _, arg = param.partition("=")
+        if name.strip().lower() == "charset" and arg.strip().strip('"').lower() not in (
+            "utf-8",
+            "utf8",
+        ):
+            return False  # the body is parsed as UTF-8 and nothing else
+    return True
+
+
+def _check_accept(policy: Policy, head: Head) -> Response | None:
+    if accepts_json(head.values(b"accept")):
+        return None
+    return rejection(406, "not_acceptable", "Not Acceptable: responses are application/json")
+
+
+def accepts_json(values: Sequence[str]) -> bool:
+    """Whether `Accept` header values admit application/json (missing admits everything)."""
+    ranges = [item for value in values for item in value.split(",") if item.strip()]
+    if not ranges:
+        return True
+    best: tuple[int, float] | None = None  # (specificity, q) of the closest matching range
+    for item in ranges:
+        media_type, *params = item.split(";")
+        specificity = _SPECIFICITY.get(media_type.strip().lower())
+        if specificity is None:
+            continue
+        q = _quality(params)
+        # RFC 9110 §12.5.1: the most specific matching range decides.
+        if best is None or specificity > best[0]:
+            best = (specificity, q)
+        elif specificity == best[0]:
+            best = (specificity, max(q, best[1]))
+    return best is not None and best[1] > 0
+
+
+_SPECIFICITY: Final = {"application/json": 3, "application/*": 2, "*/*": 1}
+
+
+def _quality(params: list[str]) -> float:
+    for param in params:
+        name, _, arg = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                return float(arg.strip())
+            except ValueError:
+                return 1.0  # an unreadable weight is no reason to refuse
+    return 1.0
+
+
+def _check_length(policy: Policy, head: Head) -> Response | None:
+    # Refuse a declared oversize body before reading a byte of it; bodies that
+    # lie or are chunked are cut off while reading (see the actor).
+    for value in head.values(b"content-length"):
+        if value.strip().isdigit() and int(value) > BODY_LIMIT:
+            return too_large()
+    return None
+
+
+_HEAD_CHECKS: Final = (
+    _check_host,
+    _check_path,
+    _check_method,
+    _check_token,
+    _check_version,
+    _check_content_type,
+    _check_accept,
+    _check_length,
+)
+
+
+def route_body(body: bytes) -> Response | jsonrpc.Request:
+    """A finished answer for this body, or the request the dispatcher must answer."""
+    if len(body) > BODY_LIMIT:
+        return too_large()
+    message = jsonrpc.parse_message(body)
+    if isinstance(message, jsonrpc.Reply):
+        return reply(message.message, status=400)
+    if isinstance(message, jsonrpc.Request):
+        return message
+    # Notifications (cancellation included: ids from different clients collide,
+    # and closing the request is HTTP's way to cancel) and client responses.
+    return ACCEPTED
