@@ -30,4 +30,8 @@ export LWC_TEST_CODEGRAPH_BINARY
 "$VENV/bin/ruff" check lwc_trio tests scripts
 "$VENV/bin/ruff" format --check lwc_trio tests scripts
 "$VENV/bin/mypy" lwc_trio
+# The official MCP conformance suite against the HTTP transport (docs/http.md).
+if [ "$#" -eq 0 ]; then
+    bash scripts/conformance.sh "$VENV/bin/python"
+fi
 exec "$VENV/bin/python" -m pytest "$@"
