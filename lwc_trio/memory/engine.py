@@ -21,6 +21,7 @@ from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_
 from lwc_trio.memory.errors import MemoryCancelled, StoreError
 from lwc_trio.memory.fuzzy import FuzzyIndex, build_fuzzy_index
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
+from lwc_trio.memory.pool import Reader, checkin, checkout
 from lwc_trio.memory.results import (
     PageBody,
     ResultRow,
@@ -29,7 +30,7 @@ from lwc_trio.memory.results import (
     read_page_bodies,
 )
 from lwc_trio.memory.search import load_degrees, search_store
-from lwc_trio.memory.store import Interrupted, StoreInfo, begin_read, open_reader, translate_error
+from lwc_trio.memory.store import Interrupted, StoreInfo, begin_read_cookie, translate_error
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 
 __all__ = [
@@ -92,25 +93,26 @@ def _check(cancelled: threading.Event) -> None:
         raise MemoryCancelled()
 
 
-def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[sqlite3.Connection, StoreInfo]:
-    """Open `ref` and start its read transaction, retrying while a writer holds the lock."""
+def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[Reader, StoreInfo]:
+    """Check out a reader for `ref` and start its read transaction, retrying while busy."""
     if ref.problem is not None:
         raise ref.problem
     deadline = time.monotonic() + BUSY_LIMIT_S
     while True:
         _check(cancelled)
-        conn = open_reader(ref.path, cancelled)
+        reader = checkout(ref.path, cancelled)
         try:
-            return conn, begin_read(conn)
+            info, reader.verified_cookie = begin_read_cookie(reader.conn, reader.verified_cookie)
+            return reader, info
         except Interrupted:
-            conn.close()
+            checkin(reader, reusable=False)
             raise MemoryCancelled() from None
         except StoreError as exc:
-            conn.close()
+            checkin(reader, reusable=False)
             if exc.code != "store_busy" or time.monotonic() >= deadline:
                 raise
         except BaseException:
-            conn.close()
+            checkin(reader, reusable=False)
             raise
 
 
@@ -145,14 +147,14 @@ def _answer(
 
 def _read_one(
     ref: StoreRef,
-    opened: tuple[sqlite3.Connection, StoreInfo],
+    opened: tuple[Reader, StoreInfo],
     terms: Sequence[str],
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
-    conn, info = opened
+    reader, info = opened
     try:
-        return _answer(ref, conn, info, terms, limit, cancelled)
+        return _answer(ref, reader.conn, info, terms, limit, cancelled)
     except sqlite3.Error as exc:
         error = translate_error(exc)
         if isinstance(error, Interrupted):
@@ -170,7 +172,7 @@ def query_stores(
     A project store with the global store's `store_id` is dropped (read once, as global).
     Raises `MemoryCancelled`; store failures are reported per store, never raised.
     """
-    opened: dict[int, tuple[sqlite3.Connection, StoreInfo]] = {}
+    opened: dict[int, tuple[Reader, StoreInfo]] = {}
     failed: dict[int, StoreError] = {}
     try:
         for i, ref in enumerate(refs):
@@ -190,14 +192,15 @@ def query_stores(
                 answers.append(_read_one(ref, opened[i], terms, limit, cancelled))
         return answers
     finally:
-        for conn, _info in opened.values():
+        for reader, _info in opened.values():
+            reusable = True
             try:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                if reader.conn.in_transaction:
+                    reader.conn.execute("ROLLBACK")
             except sqlite3.Error:
-                pass
+                reusable = False
             finally:
-                conn.close()
+                checkin(reader, reusable=reusable)
 
 
 def merge_rows(answers: Sequence[StoreAnswer], limit: int) -> list[ResultRow]:

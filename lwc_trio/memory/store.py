@@ -38,6 +38,8 @@ __all__ = [
     "Interrupted",
     "StoreInfo",
     "begin_read",
+    "begin_read_cookie",
+    "check_file",
     "create_store",
     "open_reader",
     "open_writer",
@@ -101,19 +103,41 @@ def translate_error(exc: sqlite3.Error) -> StoreError | Interrupted:
     return StoreError("store_corrupt", f"the store could not be read ({exc})")
 
 
-def _read_head(path: Path) -> bytes:
+def _open_nofollow(path: Path) -> int:
     # O_NOFOLLOW: the caller checked for symlinks, but the file could be swapped since.
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        return os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
     except FileNotFoundError:
         raise StoreError("store_not_found", "the store file does not exist") from None
     except OSError as exc:
         message = f"the store file cannot be opened ({exc.strerror})"
         raise StoreError("store_path_invalid", message) from None
+
+
+def _read_head(path: Path) -> bytes:
+    fd = _open_nofollow(path)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise StoreError("store_path_invalid", "the store path is not a regular file")
         return os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+
+def check_file(path: Path) -> tuple[int, int]:
+    """Check the file is still a rollback-journal SQLite store; return its (device, inode).
+
+    Raises `StoreError` when it is not (missing, not a regular file, WAL mode, not SQLite).
+    """
+    fd = _open_nofollow(path)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError("store_path_invalid", "the store path is not a regular file")
+        check_header(os.read(fd, 100))
+        return info.st_dev, info.st_ino
     finally:
         os.close(fd)
 
@@ -173,19 +197,31 @@ def read_info(conn: sqlite3.Connection) -> StoreInfo:
     )
 
 
-def begin_read(conn: sqlite3.Connection) -> StoreInfo:
+def begin_read(conn: sqlite3.Connection, verified_cookie: int | None = None) -> StoreInfo:
     """Start the one read transaction and check format and schema before any other query.
 
+    `verified_cookie` is the `schema_version` at which this connection last passed the full
+    schema check: while SQLite reports the same cookie the schema cannot have changed, so a
+    pooled connection skips the (comparatively costly) object-by-object comparison.
     Raises `StoreError` (`unsupported_store_version`, `store_corrupt`, ...) or `Interrupted`;
     sqlite3 errors are translated. The caller ends the transaction with ROLLBACK.
     """
+    return begin_read_cookie(conn, verified_cookie)[0]
+
+
+def begin_read_cookie(
+    conn: sqlite3.Connection, verified_cookie: int | None = None
+) -> tuple[StoreInfo, int]:
+    """`begin_read`, also returning the schema cookie the checks were made against."""
     try:
         conn.execute("BEGIN")
+        cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
         version = read_format_version(conn)
         if version != FORMAT_VERSION:
             raise _version_error(version)
-        check_schema(conn)
-        return read_info(conn)
+        if cookie != verified_cookie:
+            check_schema(conn)
+        return read_info(conn), cookie
     except sqlite3.Error as exc:
         raise translate_error(exc) from None
 
