@@ -163,10 +163,10 @@ def test_older_format_without_migration_is_refused(tmp_path: Path) -> None:
 def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Opening an older store for writing runs its migrations and records the new format."""
     _project, db, _home = setup(tmp_path)
-    monkeypatch.setattr(store, "FORMAT_VERSION", 2)
+    tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     monkeypatch.setattr(store, "MIGRATIONS", {1: ("UPDATE meta SET value = value WHERE 0",)})
     open_writer(db).close()
-    assert meta(db)["format_version"] == "2"
+    assert meta(db)["format_version"] == str(store.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
 
 
@@ -318,3 +318,32 @@ def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
     db.write_bytes(bytes(data))
     memory = ask("alpha", project, home=home, scope="project")
     assert memory["state"] == "error" and memory["error"]["code"] == "store_corrupt"
+
+
+def test_format_1_store_is_refused_then_migrated_by_repair(tmp_path: Path) -> None:
+    """A format-1 store (detail=column index) needs `lwc repair`, which migrates it losslessly."""
+    project, db, home = setup(tmp_path)
+    put_pages(
+        db, [page(f"p{i}", f"Kubernetes note {i}", f"pods and nodes {i} " * 20) for i in range(30)]
+    )
+    before = ask("kubernetes pods", project, home=home, scope="project")
+    tamper(
+        db,
+        "CREATE VIRTUAL TABLE old_index USING fts5("
+        "title, path, summary, body, tokenize = 'ascii', detail = column)",
+        "INSERT INTO old_index (rowid, title, path, summary, body) "
+        "SELECT rowid, title, path, summary, body FROM search_index",
+        "DROP TABLE search_index",
+        "ALTER TABLE old_index RENAME TO search_index",
+        "UPDATE meta SET value = '1' WHERE key = 'format_version'",
+    )
+    refused = ask("kubernetes pods", project, home=home, scope="project")
+    assert refused["state"] == "error"
+    assert refused["error"]["code"] == "unsupported_store_version"
+    assert "lwc repair" in refused["error"]["message"]
+    with Wiki(db) as wiki:
+        wiki.repair()
+    assert meta(db)["format_version"] == "2"
+    after = ask("kubernetes pods", project, home=home, scope="project")
+    assert after["results"] == before["results"]
+    assert after["pages"] == before["pages"]
