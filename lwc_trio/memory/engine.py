@@ -48,7 +48,6 @@ _SCOPE_ORDER = {scope: i for i, scope in enumerate(SCOPES)}
 BUSY_LIMIT_S = 2.0
 
 _FUZZY: RevisionCache[FuzzyIndex] = RevisionCache(4)
-_DEGREES: RevisionCache[dict[str, int]] = RevisionCache(8)
 
 
 @attrs.frozen
@@ -131,7 +130,7 @@ def _answer(
         conn,
         terms,
         limit,
-        degrees=lambda: _DEGREES.get_or_build(key, lambda: load_degrees(conn)),
+        degrees=lambda slugs: load_degrees(conn, slugs),
         fuzzy_index=lambda: _FUZZY.get_or_build(key, lambda: build_fuzzy_index(conn)),
         cancelled=cancelled,
     )
