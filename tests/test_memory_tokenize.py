@@ -81,3 +81,9 @@ def test_tokenize_is_deterministic_and_clean(text: str) -> None:
     assert not set(first) & STOP_WORDS
     assert len(first) == len(set(first))
     assert set(first) == set(tokens(text))
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_fast_path_matches_span_path(text: str) -> None:
+    """`tokens` (with its no-CJK fast path) always equals the span-based reference."""
+    assert tokens(text) == [term for term, _s, _e in token_spans(text)]
