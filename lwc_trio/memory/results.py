@@ -16,7 +16,7 @@ import attrs
 
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
-from lwc_trio.memory.tokenize import token_spans
+from lwc_trio.memory.tokenize import is_cjk, token_spans
 
 __all__ = [
     "PAGES_TOTAL_CAP",
@@ -116,12 +116,34 @@ class PageBody:
         }
 
 
+def _scan_from(text: str, wanted: set[str]) -> int | None:
+    """Where the token scan for `wanted` may start, or None when no term can occur.
+
+    Every occurrence of a term as a token is also a substring of `text.lower()`, so nothing
+    before the earliest substring hit (backed up to the start of its run) can match. Most
+    result texts match in the title only: this skips scanning up to `SNIPPET_SCAN`
+    characters of body for nothing.
+    """
+    low = text.lower()
+    if len(low) != len(text):  # lowercasing moved indexes (rare): scan everything
+        return 0
+    hits = [i for i in (low.find(term) for term in wanted) if i >= 0]
+    if not hits:
+        return None
+    start = min(hits)
+    while start > 0 and (text[start - 1].isalnum() or is_cjk(text[start - 1])):
+        start -= 1
+    return start
+
+
 def make_snippet(text: str, terms: Sequence[str]) -> str:
     """At most `SNIPPET_MAX` characters of `text` around the first query term, one line."""
     text = text[:SNIPPET_SCAN]
     wanted = set(terms)
     lead = 0
-    for term, start, _end in token_spans(text):
+    origin = _scan_from(text, wanted)
+    for term, rel_start, _end in () if origin is None else token_spans(text[origin:]):
+        start = rel_start + (origin or 0)
         if term in wanted:
             lead = max(0, start - SNIPPET_LEAD)
             if lead > 0:
