@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio import __version__
-from lwc_trio.cli.output import emit, fail, wants_json
+from lwc_trio.cli.output import emit, fail, style, wants_json
 from lwc_trio.config import ServerConfig
 
 SCOPES = {"project": frozenset({"project"}), "global": frozenset({"global"})}
@@ -85,16 +85,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _human(result: dict[str, Any]) -> str:
-    lines = [f"lwc explore {result['query']!r} — mode {result['mode']}, scope {result['scope']}"]
+    head = f"lwc explore {result['query']!r} — mode {result['mode']}, scope {result['scope']}"
+    lines = [style(head, "bold")]
     memory = result["memory"]
     lines.append(_plane_line("memory", memory))
     if memory.get("state") == "ready":
         for item in memory["results"]:
-            lines.append(
-                f"  {item['scope']:<7} {item['type']:<6} {item['identifier']}  {item['title']}"
-            )
+            ident = style(item["identifier"], "bold", "cyan")
+            lines.append(f"  {item['scope']:<7} {item['type']:<6} {ident}  {item['title']}")
             if item.get("snippet"):
-                lines.append(f"          {item['snippet'][:120]}")
+                lines.append(style(f"          {item['snippet'][:120]}", "dim"))
     code = result["codeGraph"]
     lines.append(_plane_line("code", code))
     if code.get("state") == "ready":
@@ -105,15 +105,16 @@ def _human(result: dict[str, Any]) -> str:
 def _plane_line(name: str, plane: dict[str, Any]) -> str:
     state = plane.get("state")
     if state in ("unavailable", "error"):
-        line = f"{name}: {state} — {plane['error']['message']}"
+        colour = "yellow" if state == "unavailable" else "red"
+        line = f"{name}: {style(state, colour)} — {plane['error']['message']}"
         if "nextAction" in plane:
-            line += f" (run `{plane['nextAction']['command']}`)"
+            line += f" (run `{style(plane['nextAction']['command'], 'bold')}`)"
         return line
     if state == "ready" and name == "memory":
-        return f"memory: ready, {len(plane['results'])} result(s)"
+        return f"memory: {style('ready', 'green')}, {len(plane['results'])} result(s)"
     if state == "ready":
         cut = " (truncated)" if plane["truncated"] else ""
-        return f"code: ready, {len(plane['files'])} file(s){cut}"
+        return f"code: {style('ready', 'green')}, {len(plane['files'])} file(s){cut}"
     return f"{name}: {state}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -38,3 +39,14 @@ def print_error(code: str, message: str) -> None:
 def fail(code: str, message: str, *, exit_code: int = 1) -> CliError:
     """Build the error a command raises; `main` prints it and exits."""
     return CliError(code, message, exit_code=exit_code)
+
+
+_STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def style(text: str, *names: str) -> str:
+    """`text` in ANSI colour on a terminal (never when piped, or with NO_COLOR set)."""
+    if not names or os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+        return text
+    codes = ";".join(_STYLES[name] for name in names)
+    return f"\x1b[{codes}m{text}\x1b[0m"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import emit, fail, wants_json
+from lwc_trio.cli.output import emit, fail, style, wants_json
 from lwc_trio.exceptions import UsageError
 from lwc_trio.memory.discovery import (
     STORE_DIR,
@@ -395,9 +395,10 @@ def _human_results(result: dict[str, Any]) -> str:
         return "No results."
     lines = []
     for i, row in enumerate(result["results"], start=1):
-        fuzzy = " ~" if row["match"] == "fuzzy" else ""
-        lines.append(f"{i}. [{row['type']}] {row['identifier']} — {row['title']}{fuzzy}")
-        lines.append(f"   {row['snippet']}")
+        fuzzy = style(" ~fuzzy", "yellow") if row["match"] == "fuzzy" else ""
+        ident = style(row["identifier"], "bold", "cyan")
+        lines.append(f"{i}. [{row['type']}] {ident} — {row['title']}{fuzzy}")
+        lines.append(style(f"   {row['snippet']}", "dim"))
     return "\n".join(lines)
 
 
