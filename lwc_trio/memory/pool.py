@@ -35,13 +35,27 @@ class Reader:
     verified_cookie: int | None = None
 
 
+class _ThreadPool(OrderedDict[str, Reader]):
+    """One thread's readers; closes them when the thread ends.
+
+    Trio retires idle worker threads. Their thread-local pool is then dropped, but an
+    `sqlite3.Connection` sits in a reference cycle (its statement cache points back to it),
+    so without this its descriptor and page cache would linger until a full GC: a long
+    session leaked descriptors and memory at every thread retirement.
+    """
+
+    def __del__(self) -> None:
+        for reader in self.values():
+            _close(reader)
+
+
 _local = threading.local()
 
 
-def _pool() -> OrderedDict[str, Reader]:
-    pool: OrderedDict[str, Reader] | None = getattr(_local, "readers", None)
+def _pool() -> _ThreadPool:
+    pool: _ThreadPool | None = getattr(_local, "readers", None)
     if pool is None:
-        pool = OrderedDict()
+        pool = _ThreadPool()
         _local.readers = pool
     return pool
 
