@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lwc_trio.agents import jsonc
-from lwc_trio.agents.errors import ConfigSyntaxError, DuplicateKeyError
+from lwc_trio.exceptions import ConfigSyntaxError, DuplicateKeyError
 
 ENTRY = {"command": "/bin/lwc", "args": ["serve", "--mcp"]}
 

@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from lwc_trio.agents import tomlconf
-from lwc_trio.agents.errors import ConfigSyntaxError
+from lwc_trio.exceptions import ConfigSyntaxError
 
 PATH = ("mcp_servers", "lwc")
 ENTRY = {"command": "/opt/lwc", "args": ["serve", "--mcp"]}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest_memory import add_source, ask, new_store, page, put_pages, snapshot
 
+from lwc_trio.exceptions import StoreError
 from lwc_trio.memory import engine, schema, store
-from lwc_trio.memory.errors import StoreError
 from lwc_trio.memory.store import (
     Interrupted,
     create_store,

@@ -7,7 +7,6 @@ readiness report). Synchronous and trio-free; the CLI front is `lwc_trio.cli.age
 """
 
 from lwc_trio.agents.doctor import doctor_report
-from lwc_trio.agents.errors import AgentError, ConfigSyntaxError, DuplicateKeyError
 from lwc_trio.agents.files import backup_path, decode, read_config, write_config
 from lwc_trio.agents.hosts import (
     ENTRY_NAME,
@@ -19,6 +18,7 @@ from lwc_trio.agents.hosts import (
     host_names,
 )
 from lwc_trio.agents.merge import Inspection, Plan, inspect, plan_install, plan_uninstall
+from lwc_trio.exceptions import AgentError, ConfigSyntaxError, DuplicateKeyError
 
 __all__ = [
     "ENTRY_NAME",

@@ -17,9 +17,8 @@ from typing import Any
 
 from lwc_trio.codegraph.index import INIT_COMMAND, INSTALL_COMMAND, IndexInvalid, find_index
 from lwc_trio.codegraph.runtime import locate_binary
-from lwc_trio.exceptions import PathRuleError
+from lwc_trio.exceptions import PathRuleError, StoreError
 from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_store
-from lwc_trio.memory.errors import StoreError
 from lwc_trio.memory.graph import graph_status
 from lwc_trio.memory.store import StoreInfo, begin_read, open_reader, translate_error
 from lwc_trio.paths import is_within, validate_workspace

@@ -14,7 +14,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from lwc_trio.agents.errors import AgentError
+from lwc_trio.exceptions import AgentError
 
 __all__ = ["backup_path", "decode", "read_config", "write_config"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.agents.errors import ConfigSyntaxError, DuplicateKeyError
+from lwc_trio.exceptions import ConfigSyntaxError, DuplicateKeyError
 
 __all__ = [
     "COMMENTS",

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import attrs
 
 from lwc_trio.agents import jsonc, tomlconf
-from lwc_trio.agents.errors import AgentError, ConfigSyntaxError, DuplicateKeyError
 from lwc_trio.agents.hosts import ENTRY_NAME, Host, entry_matches
+from lwc_trio.exceptions import AgentError, ConfigSyntaxError, DuplicateKeyError
 
 __all__ = ["Inspection", "Plan", "codegraph_servers", "inspect", "plan_install", "plan_uninstall"]
 

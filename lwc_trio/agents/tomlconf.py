@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.agents.errors import ConfigSyntaxError
+from lwc_trio.exceptions import ConfigSyntaxError
 
 __all__ = ["dumps_table", "parse", "remove_table", "set_table"]
 

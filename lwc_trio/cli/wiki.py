@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import emit, fail, style, wants_json
-from lwc_trio.exceptions import UsageError
+from lwc_trio.exceptions import UsageError, WikiError
 from lwc_trio.memory.discovery import (
     STORE_DIR,
     STORE_FILE,
@@ -26,7 +26,6 @@ from lwc_trio.memory.discovery import (
     find_project_store,
 )
 from lwc_trio.memory.engine import merge_rows, query_stores
-from lwc_trio.memory.errors import WikiError
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 from lwc_trio.memory.transfer import (

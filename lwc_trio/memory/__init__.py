@@ -6,8 +6,8 @@ thread. Modules: `schema` (format, DDL), `store` (opening, transactions), `token
 (the entry point), `writer` and `transfer` (the CLI's write side).
 """
 
+from lwc_trio.exceptions import MemoryCancelled, StoreError, WikiError
 from lwc_trio.memory.engine import MemoryQuery, explore_memory
-from lwc_trio.memory.errors import MemoryCancelled, StoreError, WikiError
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 
 __all__ = [

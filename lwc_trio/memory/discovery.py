@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from lwc_trio.memory.errors import StoreError
+from lwc_trio.exceptions import StoreError
 
 __all__ = ["STORE_DIR", "STORE_FILE", "StoreRef", "find_global_store", "find_project_store"]
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import attrs
 
+from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_store
-from lwc_trio.memory.errors import MemoryCancelled, StoreError
 from lwc_trio.memory.fuzzy import FuzzyIndex, build_fuzzy_index
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.pool import Reader, checkin, checkout

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import attrs
 from rapidfuzz import fuzz, process
 
-from lwc_trio.memory.errors import MemoryCancelled
+from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory.tokenize import tokens
 
 __all__ = ["FUZZY_DOC_CUTOFF", "FuzzyIndex", "build_fuzzy_index", "fuzzy_matches"]

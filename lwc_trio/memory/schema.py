@@ -11,7 +11,7 @@ import functools
 import re
 import sqlite3
 
-from lwc_trio.memory.errors import StoreError
+from lwc_trio.exceptions import StoreError
 
 __all__ = [
     "DDL",

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import attrs
 
-from lwc_trio.memory.errors import StoreError
+from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.schema import (
     DDL,
     FORMAT_VERSION,

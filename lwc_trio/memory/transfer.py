@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.memory.errors import WikiError
+from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.writer import (
     MAX_TEXT_BYTES,
     PageInput,

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.memory.errors import StoreError, WikiError
+from lwc_trio.exceptions import StoreError, WikiError
 from lwc_trio.memory.graph import build_projection, graph_status
 from lwc_trio.memory.links import extract_links
 from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
