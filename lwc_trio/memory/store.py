@@ -54,6 +54,8 @@ __all__ = [
 READ_BUSY_SLICE_MS = 50
 # Writers queue behind each other; CLI writes are short, so 10 s is generous.
 WRITE_BUSY_TIMEOUT_S = 10.0
+# Page cache of one read-only connection, in KiB (SQLite's default is 2,000).
+READER_CACHE_KIB = 1024
 # The progress handler runs every this many SQLite VM steps.
 PROGRESS_STEPS = 1000
 
@@ -161,6 +163,9 @@ def open_reader(path: Path, cancelled: threading.Event | None = None) -> sqlite3
         conn.execute("PRAGMA cell_size_check = ON")
         # Sorts and temporary indexes stay in memory: a reader creates no file anywhere.
         conn.execute("PRAGMA temp_store = MEMORY")
+        # Pooled readers live for hours, one set per worker thread: cap each page cache
+        # (the OS file cache is shared and serves re-reads cheaply).
+        conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
     except sqlite3.Error as exc:
         conn.close()
         raise translate_error(exc) from None
