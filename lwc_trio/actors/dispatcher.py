@@ -162,17 +162,13 @@ class Dispatcher:
         except ArgumentError as err:
             return argument_error_result(err)
 
-        memory: dict[str, Any] = dict(NOT_REQUESTED)
-        code: dict[str, Any] = dict(NOT_REQUESTED)
-        memory_ms: int | None = None
-        code_ms: int | None = None
+        from lwc_trio.codegraph.plane import CodeQuery
+        from lwc_trio.memory.engine import MemoryQuery
 
-        async def run_memory() -> None:
-            nonlocal memory, memory_ms
-            from lwc_trio.memory.engine import MemoryQuery
-
-            started = trio.current_time()
-            query = MemoryQuery(
+        # plane -> (mailbox, payload, timeout); answers land in `answers` as (object, ms).
+        asks: dict[str, tuple[trio.MemorySendChannel[PlaneJob], Any, float]] = {}
+        if args.wants_memory:
+            memory_query = MemoryQuery(
                 query=args.query,
                 project_path=project,
                 workspace=self.config.workspace,
@@ -181,31 +177,29 @@ class Dispatcher:
                 allowed_scopes=self.config.allowed_scopes,
                 max_documents=args.maxDocuments,
             )
-            deadline = started + self.config.memory_timeout
-            memory = await ask(self.memory, "memory", query, deadline)
-            memory_ms = _ms(started)
-
-        async def run_code() -> None:
-            nonlocal code, code_ms
-            from lwc_trio.codegraph.plane import CodeQuery
-
-            started = trio.current_time()
-            query = CodeQuery(
+            asks["memory"] = (self.memory, memory_query, self.config.memory_timeout)
+        if args.wants_code:
+            code_query = CodeQuery(
                 query=args.query,
                 project_path=project,
                 workspace=self.config.workspace,
                 max_files=args.maxFiles,
             )
-            deadline = started + self.config.code_timeout
-            code = await ask(self.code, "code", query, deadline)
-            code_ms = _ms(started)
+            asks["code"] = (self.code, code_query, self.config.code_timeout)
+        answers: dict[str, tuple[dict[str, Any], int]] = {}
+
+        async def run(plane: str) -> None:
+            mailbox, payload, timeout = asks[plane]
+            started = trio.current_time()
+            answer = await ask(mailbox, plane, payload, started + timeout)
+            answers[plane] = (answer, _ms(started))
 
         # Both planes at once, each under its own deadline inside ask().
         async with trio.open_nursery() as nursery:
-            if args.wants_memory:
-                nursery.start_soon(run_memory)
-            if args.wants_code:
-                nursery.start_soon(run_code)
+            for plane in asks:
+                nursery.start_soon(run, plane)
+        memory, memory_ms = answers.get("memory", (dict(NOT_REQUESTED), None))
+        code, code_ms = answers.get("code", (dict(NOT_REQUESTED), None))
         structured, is_error = build_result(args, str(project), memory, code, memory_ms, code_ms)
         return tool_result(structured, is_error)
 
