@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -36,14 +37,19 @@ class HttpConfig:
     """Extra `Host` names (`NAME` or `NAME:PORT`, lowercased) from `--http-allowed-host`."""
 
 
+def _canonical(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(path))
+
+
 @attrs.frozen
 class ServerConfig:
     """Everything the actors need to know, fixed at start-up."""
 
     workspace: Path
     """Canonical workspace directory every projectPath must lie in."""
-    home: Path
-    """The user's home: global memory lives in `home/.lwc/wiki.db`."""
+    home: Path = attrs.field(converter=_canonical)
+    """The user's home, canonical: global memory lives in `home/.lwc/wiki.db`. Resolved once
+    here so that no tool call has to resolve it again."""
     env: Mapping[str, str]
     """Snapshot of the process environment (PATH, LANG, LWC_CODEGRAPH_BINARY…)."""
     version: str

@@ -42,11 +42,6 @@ SYSTEM_ROOTS: tuple[str, ...] = (
 _VIRTUAL_TREES: tuple[str, ...] = ("/proc", "/sys", "/dev")
 
 
-def _canonical_loose(raw: str) -> Path:
-    # Non-strict: a root that does not exist still gets a comparable, normalised form.
-    return Path(os.path.realpath(raw))
-
-
 def prohibited_roots(env: Mapping[str, str]) -> frozenset[Path]:
     """The canonical roots a workspace or projectPath may never be exactly (SPEC §3).
 
@@ -61,14 +56,19 @@ def prohibited_roots(env: Mapping[str, str]) -> frozenset[Path]:
 
 @functools.lru_cache(maxsize=8)
 def _prohibited_roots(home: str, tmpdir: str) -> frozenset[Path]:
+    return frozenset(Path(root) for root in _prohibited_strings(home, tmpdir))
+
+
+@functools.lru_cache(maxsize=8)
+def _prohibited_strings(home: str, tmpdir: str) -> frozenset[str]:
     raws = ["/", "/tmp", *SYSTEM_ROOTS]
     for value in (home, tmpdir):
         if value.startswith("/") and "\0" not in value:
             raws.append(value)
-    roots: set[Path] = set()
+    roots: set[str] = set()
     for raw in raws:
         try:
-            roots.add(_canonical_loose(raw))
+            roots.add(os.path.realpath(raw))
         except (OSError, ValueError):  # pragma: no cover - realpath(strict=False) barely raises
             continue
     return frozenset(roots)
@@ -83,12 +83,21 @@ def is_within(child: Path, parent: Path) -> bool:
     return child.parts[: len(parts)] == parts
 
 
-def _under_virtual_tree(path: Path) -> bool:
-    for tree in _VIRTUAL_TREES:
-        # Both the literal and the canonical form, in case a platform links one of them.
-        if is_within(path, Path(tree)) or is_within(path, _canonical_loose(tree)):
-            return True
-    return False
+@functools.cache
+def _virtual_prefixes() -> tuple[str, ...]:
+    # Both the literal and the canonical form of each tree, in case a platform links one of
+    # them; resolved once (a per-call realpath of the three trees was most of a check's cost).
+    return tuple(dict.fromkeys(p for t in _VIRTUAL_TREES for p in (t, os.path.realpath(t))))
+
+
+def _within(child: str, parent: str) -> bool:
+    # `is_within` on canonical strings: whole components, so `/ws-evil` is not inside `/ws`.
+    return child == parent or child.startswith(parent if parent == "/" else parent + "/")
+
+
+def _under_virtual_tree(path: Path | str) -> bool:
+    text = str(path)
+    return any(_within(text, tree) for tree in _virtual_prefixes())
 
 
 def _is_utf8(text: str) -> bool:
@@ -153,16 +162,16 @@ def authorize_project_path(raw: str, workspace: Path, env: Mapping[str, str]) ->
         raise _project_error("must be a directory")
     if not _is_utf8(canonical):
         raise _project_error("must resolve to a valid UTF-8 path")
-    resolved = Path(canonical)
-    if resolved in prohibited_roots(env):
+    # Compared as strings: every tool call runs this, and Path objects cost more than the rules.
+    if canonical in _prohibited_strings(env.get("HOME", ""), env.get("TMPDIR", "")):
         raise _project_error("must not be the filesystem root, $HOME, a temp root or a system root")
-    if _under_virtual_tree(Path(path)) or _under_virtual_tree(resolved):
+    if _under_virtual_tree(path) or _under_virtual_tree(canonical):
         raise _project_error("must not lie under /proc, /sys or /dev")
-    if not is_within(resolved, workspace):
+    if not _within(canonical, str(workspace)):
         raise PathRuleError(
             "project_path_outside_workspace", "projectPath must be the workspace or inside it"
         )
-    return resolved
+    return Path(canonical)
 
 
 def validate_workspace(raw: str, env: Mapping[str, str]) -> Path:

@@ -56,12 +56,13 @@ def ask(
     max_documents: int = 8,
     cancelled: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run the engine the way the memory worker does."""
+    """Run the engine the way the memory worker does: on paths already canonical, as the
+    authorizer (project) and the server's config (workspace, home) hand them over."""
     q = MemoryQuery(
         query=query,
-        project_path=project,
-        workspace=workspace or project,
-        home=home,
+        project_path=project.resolve(),
+        workspace=(workspace or project).resolve(),
+        home=home.resolve(),
         scope=scope,
         allowed_scopes=allowed,
         max_documents=max_documents,

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest_memory import add_source, ask, new_store, page, put_pages, snapshot
@@ -347,3 +348,27 @@ def test_format_1_store_is_refused_then_migrated_by_repair(tmp_path: Path) -> No
     after = ask("kubernetes pods", project, home=home, scope="project")
     assert after["results"] == before["results"]
     assert after["pages"] == before["pages"]
+
+
+def test_format_change_is_seen_by_a_pooled_reader(tmp_path: Path) -> None:
+    """A reader that already verified the store still refuses it once format_version changes.
+
+    The pooled fast path skips the schema check while SQLite's schema cookie is unchanged; a
+    value-only update of format_version does not change the cookie, so it must be read anew.
+    """
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("a", "Alpha", "word")])
+
+    def same_thread_twice() -> list[dict[str, Any]]:
+        first = ask("alpha", project, home=home, scope="project")
+        tamper(db, "UPDATE meta SET value = '99' WHERE key = 'format_version'")
+        return [first, ask("alpha", project, home=home, scope="project")]
+
+    answers: list[list[dict[str, Any]]] = []
+    worker = threading.Thread(target=lambda: answers.append(same_thread_twice()))
+    worker.start()
+    worker.join()
+    first, second = answers[0]
+    assert first["state"] == "ready"
+    assert second["state"] == "error"
+    assert second["error"]["code"] == "unsupported_store_version"

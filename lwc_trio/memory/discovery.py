@@ -15,7 +15,15 @@ import attrs
 
 from lwc_trio.exceptions import StoreError
 
-__all__ = ["STORE_DIR", "STORE_FILE", "StoreRef", "find_global_store", "find_project_store"]
+__all__ = [
+    "STORE_DIR",
+    "STORE_FILE",
+    "StoreRef",
+    "find_global_store",
+    "find_project_store",
+    "global_store_at",
+    "nearest_project_store",
+]
 
 STORE_DIR = ".lwc"
 STORE_FILE = "wiki.db"
@@ -35,40 +43,43 @@ class StoreRef:
         return self.path.parent.parent
 
 
-def _probe(directory: Path, scope: str) -> StoreRef | None:
-    lwc = directory / STORE_DIR
-    db = lwc / STORE_FILE
+def _probe(directory: str, scope: str) -> StoreRef | None:
+    # Strings and os.lstat, not pathlib: this runs for every directory walked on every call.
+    lwc = os.path.join(directory, STORE_DIR)
+    db = os.path.join(lwc, STORE_FILE)
     try:
-        st = lwc.lstat()
+        st = os.lstat(lwc)
     except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode):
-        return StoreRef(scope, db, StoreError("store_path_invalid", f"{lwc} is a symlink"))
+        return StoreRef(scope, Path(db), StoreError("store_path_invalid", f"{lwc} is a symlink"))
     if not stat.S_ISDIR(st.st_mode):
         return None
     try:
-        st = db.lstat()
+        st = os.lstat(db)
     except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode):
-        return StoreRef(scope, db, StoreError("store_path_invalid", f"{db} is a symlink"))
+        return StoreRef(scope, Path(db), StoreError("store_path_invalid", f"{db} is a symlink"))
     if not stat.S_ISREG(st.st_mode):
-        return StoreRef(scope, db, StoreError("store_path_invalid", f"{db} is not a file"))
-    return StoreRef(scope, db)
-
-
-def _canonical(path: Path) -> Path:
-    return Path(os.path.realpath(path))
+        return StoreRef(scope, Path(db), StoreError("store_path_invalid", f"{db} is not a file"))
+    return StoreRef(scope, Path(db))
 
 
 def find_project_store(start: Path, stop: Path, *, home: Path) -> StoreRef | None:
-    """The nearest `.lwc/wiki.db` from `start` up to `stop` inclusive (canonical paths).
+    """The nearest `.lwc/wiki.db` from `start` up to `stop` inclusive.
 
     Never looks above `stop` (nor at all when `start` is not inside it) and never takes
-    `$HOME/.lwc`, which is the global store.
+    `$HOME/.lwc`, which is the global store. The three paths are canonicalised first.
     """
-    start, stop, home = _canonical(start), _canonical(stop), _canonical(home)
-    if start != stop and stop not in start.parents:
+    real = os.path.realpath
+    return nearest_project_store(real(start), real(stop), home=real(home))
+
+
+def nearest_project_store(start: str, stop: str, *, home: str) -> StoreRef | None:
+    """`find_project_store` for paths that are canonical already (the server's: the
+    authorizer resolved `start`, and the workspace and home were resolved at start-up)."""
+    if start != stop and not start.startswith(stop if stop == "/" else stop + "/"):
         return None
     directory = start
     while True:
@@ -76,11 +87,17 @@ def find_project_store(start: Path, stop: Path, *, home: Path) -> StoreRef | Non
             found = _probe(directory, "project")
             if found is not None:
                 return found
-        if directory == stop or directory.parent == directory:
+        parent = os.path.dirname(directory)
+        if directory == stop or parent == directory:
             return None
-        directory = directory.parent
+        directory = parent
 
 
-def find_global_store(home: Path) -> StoreRef | None:
+def find_global_store(home: Path | str) -> StoreRef | None:
     """`$HOME/.lwc/wiki.db` when it exists (or is invalid)."""
-    return _probe(_canonical(home), "global")
+    return _probe(os.path.realpath(home), "global")
+
+
+def global_store_at(home: str) -> StoreRef | None:
+    """`find_global_store` for a canonical home."""
+    return _probe(home, "global")

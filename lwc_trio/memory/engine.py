@@ -18,7 +18,7 @@ import attrs
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.cache import RevisionCache
-from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_store
+from lwc_trio.memory.discovery import StoreRef, global_store_at, nearest_project_store
 from lwc_trio.memory.fuzzy import FuzzyIndex, build_fuzzy_index
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.pool import Reader, checkin, checkout
@@ -57,7 +57,7 @@ class MemoryQuery:
     query: str
     project_path: Path  # canonical, inside the workspace
     workspace: Path  # canonical
-    home: Path  # $HOME, for the global store $HOME/.lwc/wiki.db
+    home: Path  # canonical $HOME, for the global store $HOME/.lwc/wiki.db
     scope: str  # "project" | "global" | "all"
     allowed_scopes: frozenset[str]
     max_documents: int  # 1..20
@@ -273,10 +273,11 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
     scopes = _wanted_scopes(q)
     refs: list[StoreRef] = []
     for scope in scopes:
+        # All three paths are canonical already (authorizer, start-up): no resolving again.
         if scope == "project":
-            ref = find_project_store(q.project_path, q.workspace, home=q.home)
+            ref = nearest_project_store(str(q.project_path), str(q.workspace), home=str(q.home))
         else:
-            ref = find_global_store(q.home)
+            ref = global_store_at(str(q.home))
         if ref is not None:
             refs.append(ref)
     if not refs:

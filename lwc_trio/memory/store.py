@@ -177,7 +177,10 @@ def open_reader(path: Path, cancelled: threading.Event | None = None) -> sqlite3
 
 def read_info(conn: sqlite3.Connection) -> StoreInfo:
     """Parse `meta` (the schema has been checked). Raises `StoreError(store_corrupt)`."""
-    values = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    return _parse_info(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+
+
+def _parse_info(values: dict[object, object]) -> StoreInfo:
 
     def integer(key: str, *, required: bool = True) -> int | None:
         raw = values.get(key)
@@ -221,12 +224,21 @@ def begin_read_cookie(
     try:
         conn.execute("BEGIN")
         cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
-        version = read_format_version(conn)
-        if version != FORMAT_VERSION:
-            raise _version_error(version)
         if cookie != verified_cookie:
+            # `meta` itself first: a store of another format must say so, not "corrupt".
+            version = read_format_version(conn)
+            if version != FORMAT_VERSION:
+                raise _version_error(version)
             check_schema(conn)
-        return read_info(conn), cookie
+        # With the cookie unchanged, `meta` is still the table verified above, and one read
+        # of it gives both the format version (a value a writer can change) and the info.
+        values = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        raw = values.get("format_version")
+        if not isinstance(raw, str) or not raw.isdigit():
+            raise StoreError("store_corrupt", "the store has no valid format_version")
+        if int(raw) != FORMAT_VERSION:
+            raise _version_error(int(raw))
+        return _parse_info(values), cookie
     except sqlite3.Error as exc:
         raise translate_error(exc) from None
 
