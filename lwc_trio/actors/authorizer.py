@@ -1,25 +1,33 @@
 """The authorizer actor: applies SPEC §3 to every projectPath, off the event loop.
 
-Path checks stat the filesystem (which can block on a slow mount), so each
-check runs in a worker thread under a small limiter; the actor itself only
-moves jobs and replies.
+Path checks stat the filesystem (which can block on a slow mount), so they run on the
+authorizer's own thread lane; the actor only moves jobs in and answers out, and a hung
+check holds up one lane thread, never the loop (`ping` keeps being answered).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import attrs
+import outcome
 import trio
 
+from lwc_trio.actors.lanes import LaneClosed, open_lane
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import PathRuleError
 from lwc_trio.paths import authorize_project_path
 
+log = logging.getLogger("lwc.authorizer")
+
 MAILBOX_SIZE: Final = 64
-THREADS: Final = 4
+THREADS: Final = 2
+"""Path checks at once. Each takes microseconds unless a mount hangs; more threads than
+the machine's cores only add contention for the interpreter lock."""
 
 
 @attrs.define(eq=False)
@@ -34,31 +42,37 @@ class Authorizer:
 
     config: ServerConfig
     inbox: trio.MemoryReceiveChannel[AuthJob]
-    _limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(THREADS))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve jobs until cancelled."""
-        async with trio.open_nursery() as nursery:
+        async with open_lane("lwc-auth", THREADS) as lane:
             task_status.started()
             while True:
                 job = await self.inbox.receive()
-                nursery.start_soon(self._check, job)
+                try:
+                    lane.submit(
+                        authorize_project_path,
+                        job.raw,
+                        self.config.workspace,
+                        self.config.env,
+                        done=partial(_reply, job),
+                    )
+                except LaneClosed:  # pragma: no cover - the lane closes only as run() ends
+                    job.reply.close()
 
-    async def _check(self, job: AuthJob) -> None:
-        async with job.reply:
-            try:
-                answer: Path | PathRuleError = await trio.to_thread.run_sync(
-                    authorize_project_path,
-                    job.raw,
-                    self.config.workspace,
-                    self.config.env,
-                    limiter=self._limiter,
-                    abandon_on_cancel=True,
-                )
-            except PathRuleError as exc:
-                answer = exc
-            with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
-                job.reply.send_nowait(answer)
+
+def _reply(job: AuthJob, result: outcome.Outcome[Any]) -> None:
+    """Runs in the trio thread when the check is done; never raises."""
+    try:
+        answer: Path | PathRuleError = result.unwrap()
+    except PathRuleError as exc:
+        answer = exc
+    except Exception:
+        log.exception("path check failed")
+        answer = PathRuleError("invalid_project_path", "projectPath could not be checked")
+    # The request may have given up (cancelled) and closed its end; then nobody listens.
+    with job.reply, contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
+        job.reply.send_nowait(answer)
 
 
 async def authorize(mailbox: trio.MemorySendChannel[AuthJob], raw: str) -> Path:

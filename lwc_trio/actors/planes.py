@@ -22,6 +22,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+from lwc_trio.actors.lanes import open_lane
 from lwc_trio.faults import Fault, FaultPlan
 from lwc_trio.protocol.results import check_plane, fault_code, plane_error
 
@@ -33,9 +34,9 @@ EngineFactory = Callable[[], Any]  # () -> async context manager yielding an Eng
 MAILBOX_SIZE: Final = 64
 """Jobs waiting for a worker; senders block beyond this."""
 MEMORY_THREADS: Final = 4
-"""SQLite reader threads at once (each keeps its own pooled connections). More threads
-than cores only add GIL contention and page caches: the soak showed RSS and throughput
-both worse with 8 on a 2-core machine."""
+"""The memory lane's SQLite reader threads (each keeps its own pooled connections). More
+threads than cores only add GIL contention and page caches: the soak showed RSS and
+throughput both worse with 8 on a 2-core machine."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
 timeout answer before concluding the worker itself is stuck."""
@@ -158,27 +159,31 @@ def _crashed(plane: str) -> dict[str, Any]:
 
 @asynccontextmanager
 async def memory_engine(config: Any) -> AsyncIterator[Engine]:
-    """The memory plane: SQLite searches in worker threads under a limiter."""
+    """The memory plane: SQLite searches on the plane's own thread lane.
+
+    The capacity limiter is the bound SPEC §6 names: searches beyond it wait here, in
+    trio, where a deadline or a cancellation drops them at no cost.
+    """
     limiter = trio.CapacityLimiter(MEMORY_THREADS)
+    async with open_lane("lwc-memory", MEMORY_THREADS) as lane:
 
-    async def run(query: Any) -> dict[str, Any]:
-        # Imported on first use, not at start-up: initialize is answered sooner.
-        from lwc_trio.memory.engine import explore_memory
+        async def run(query: Any) -> dict[str, Any]:
+            # Imported on first use, not at start-up: initialize is answered sooner.
+            from lwc_trio.memory.engine import explore_memory
 
-        cancelled = threading.Event()
-        try:
-            result: dict[str, Any] = await trio.to_thread.run_sync(
-                partial(explore_memory, query, cancelled=cancelled),
-                limiter=limiter,
-                abandon_on_cancel=True,
-            )
-        except trio.Cancelled:
-            # The thread's SQLite progress handler sees this and stops.
-            cancelled.set()
-            raise
-        return result
+            cancelled = threading.Event()
+            try:
+                async with limiter:
+                    result: dict[str, Any] = await lane.run(
+                        partial(explore_memory, query, cancelled=cancelled)
+                    )
+            except trio.Cancelled:
+                # The thread's SQLite progress handler sees this and stops.
+                cancelled.set()
+                raise
+            return result
 
-    yield run
+        yield run
 
 
 @asynccontextmanager

@@ -1,0 +1,159 @@
+"""Thread lanes: results and errors come back, cancellation abandons, close never hangs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import outcome
+import pytest
+import trio
+import trio.testing
+
+from lwc_trio.actors.lanes import LaneClosed, ThreadLane, open_lane
+
+
+async def test_results_and_exceptions_come_back() -> None:
+    """A job's value is returned and its exception raised in the calling task."""
+    async with open_lane("t", 2) as lane:
+        assert await lane.run(lambda a, b: a + b, 2, 3) == 5
+        with pytest.raises(ZeroDivisionError):
+            await lane.run(lambda: 1 / 0)
+
+
+async def test_a_burst_runs_on_at_most_the_lane_threads() -> None:
+    """200 jobs at once all finish, on no more than the lane's threads, each reused."""
+    names: list[str] = []
+
+    def job(i: int) -> int:
+        names.append(threading.current_thread().name)
+        return i * i
+
+    results: dict[int, int] = {}
+    async with open_lane("burst", 3) as lane:
+
+        async def one(i: int) -> None:
+            results[i] = await lane.run(job, i)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(200):
+                nursery.start_soon(one, i)
+    assert results == {i: i * i for i in range(200)}
+    assert len(names) == 200
+    assert set(names) <= {"burst-0", "burst-1", "burst-2"}
+
+
+async def test_thread_state_survives_between_jobs() -> None:
+    """One thread keeps its thread-local state (pooled readers) from job to job."""
+    local = threading.local()
+
+    def count() -> int:
+        local.n = getattr(local, "n", 0) + 1
+        return int(local.n)
+
+    async with open_lane("one", 1) as lane:
+        assert [await lane.run(count) for _ in range(5)] == [1, 2, 3, 4, 5]
+
+
+async def test_cancelled_queued_job_never_runs() -> None:
+    """A job cancelled while it waits behind a busy thread is dropped, not run later."""
+    release = threading.Event()
+    ran: list[str] = []
+
+    def blocker() -> None:
+        release.wait(10)
+        ran.append("blocker")
+
+    async with open_lane("q", 1) as lane:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lane.run, blocker)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(0.05) as scope:
+                await lane.run(ran.append, "queued")
+            assert scope.cancelled_caught
+            release.set()
+        # The lane is idle again and still serves new work.
+        assert await lane.run(lambda: "after") == "after"
+    assert ran == ["blocker"]
+
+
+async def test_cancelled_running_job_is_abandoned() -> None:
+    """Cancelling a running job returns at once; the thread's late result is dropped."""
+    started = threading.Event()
+    release = threading.Event()
+    finished = threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    async with open_lane("r", 1) as lane:
+        with trio.move_on_after(5) as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lane.run, slow)
+                await trio.to_thread.run_sync(started.wait, 10)
+                nursery.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        assert not finished.is_set()
+        release.set()
+        # The abandoned job's result arrives and is dropped; the next job still works.
+        assert await lane.run(lambda: "next") == "next"
+        assert finished.is_set()
+
+
+async def test_close_fails_queued_jobs_and_refuses_new_ones() -> None:
+    """At close a queued job gets LaneClosed, the running one still finishes, new ones raise."""
+    started = threading.Event()
+    release = threading.Event()
+    got: dict[str, outcome.Outcome[Any]] = {}
+
+    def running() -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    delivered = trio.Event()
+
+    def on_running(result: outcome.Outcome[Any]) -> None:
+        got["running"] = result
+        delivered.set()
+
+    lane = ThreadLane("c", 1)
+    lane.submit(running, done=on_running)
+    await trio.to_thread.run_sync(started.wait, 10)
+    lane.submit(lambda: "never", done=lambda result: got.setdefault("queued", result))
+    lane.close()
+    queued = got["queued"]
+    assert isinstance(queued, outcome.Error)
+    assert isinstance(queued.error, LaneClosed)
+    with pytest.raises(LaneClosed):
+        lane.submit(lambda: None, done=lambda _: None)
+    release.set()
+    with trio.fail_after(5):
+        await delivered.wait()
+    assert got["running"] == outcome.Value("done")
+
+
+async def test_close_does_not_wait_for_a_hung_job() -> None:
+    """Closing a lane whose thread is stuck returns at once (the thread is a daemon)."""
+    stuck = threading.Event()
+    lane = ThreadLane("h", 1)
+    lane.submit(stuck.wait, 30, done=lambda _: None)
+    await trio.testing.wait_all_tasks_blocked()
+    started = time.monotonic()
+    lane.close()
+    assert time.monotonic() - started < 1
+    stuck.set()
+
+
+def test_a_lane_needs_a_thread() -> None:
+    """Zero threads is a programming error, caught at construction."""
+
+    async def build() -> None:
+        ThreadLane("z", 0)
+
+    with pytest.raises(ValueError, match="at least one thread"):
+        trio.run(build)
