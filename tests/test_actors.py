@@ -360,3 +360,35 @@ async def test_full_queue_pauses_reading(
         await h.to_server.aclose()
     assert sorted(k for k in h.answers if k != "p") == [0, 1, 2, 3]
     assert h.answers["p"][0] > 0  # it was behind the full queue
+
+
+class _RecordingStream(trio.abc.SendStream):
+    """A stdout that records each write (one `send_all` is one system call on a pipe)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+        await trio.lowlevel.checkpoint()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def test_writer_joins_queued_answers_into_one_write() -> None:
+    """Answers already queued go out together, in order, each still its own line."""
+    from lwc_trio.actors.stdio import StdoutWriter
+
+    stream = _RecordingStream()
+    send, recv = trio.open_memory_channel[bytes](64)
+    lines = [f'{{"id":{i}}}\n'.encode() for i in range(50)]
+    for line in lines:
+        send.send_nowait(line)
+    send.close()
+    await StdoutWriter(stream, recv).run()
+    assert b"".join(stream.writes) == b"".join(lines)
+    assert len(stream.writes) == 1

@@ -8,18 +8,21 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lwc_trio.actors.planes import GARBAGE
+from lwc_trio.protocol import jsonrpc
 from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
 from lwc_trio.protocol.results import (
     CODE_CODES,
     MEMORY_CODES,
     NOT_REQUESTED,
-    argument_error_result,
     build_result,
     check_plane,
     fault_code,
     plane_error,
+    tool_response,
     tool_result,
 )
 from lwc_trio.protocol.tool import output_schema
@@ -212,7 +215,8 @@ def test_tool_result_text_is_compact_json_of_structured_content(query: str, is_e
 
 def test_argument_error_result() -> None:
     """An argument error is an isError tool result carrying {error: {code, message, field}}."""
-    res = argument_error_result(ArgumentError("invalid_query", "$.query is required", "query"))
+    err = ArgumentError("invalid_query", "$.query is required", "query")
+    res = tool_result(err.to_json(), True)
     assert res["isError"] is True
     assert res["structuredContent"] == {
         "error": {"code": "invalid_query", "message": "$.query is required", "field": "query"}
@@ -224,6 +228,26 @@ def test_argument_error_result() -> None:
             '"field":"query"}}',
         }
     ]
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(
+    request_id=st.integers() | st.text(),
+    structured=st.dictionaries(st.text(), _JSON_VALUES, max_size=6),
+    is_error=st.booleans(),
+)
+def test_tool_response_is_the_encoded_response_byte_for_byte(
+    request_id: int | str, structured: dict[str, Any], is_error: bool
+) -> None:
+    """The spliced encoding equals encoding the whole JSON-RPC response the plain way."""
+    whole = jsonrpc.encode(jsonrpc.result(request_id, tool_result(structured, is_error)))
+    assert tool_response(request_id, structured, is_error) + b"\n" == whole
 
 
 def test_closed_code_lists_match_spec() -> None:

@@ -22,12 +22,7 @@ from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import PathRuleError
 from lwc_trio.protocol import jsonrpc, session
 from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs, validate
-from lwc_trio.protocol.results import (
-    NOT_REQUESTED,
-    argument_error_result,
-    build_result,
-    tool_result,
-)
+from lwc_trio.protocol.results import NOT_REQUESTED, build_result, tool_response, tool_result
 
 log = logging.getLogger("lwc.dispatcher")
 
@@ -126,7 +121,7 @@ class Dispatcher:
         self, pending: Pending, outbox: trio.MemorySendChannel[bytes], slots: trio.Semaphore
     ) -> None:
         try:
-            response: dict[str, Any] | None = None
+            response: bytes | None = None
             with pending.scope:
                 response = await self.call(pending.call)
             if response is not None and not pending.scope.cancelled_caught:
@@ -134,25 +129,31 @@ class Dispatcher:
                 with trio.move_on_after(SEND_GRACE, shield=True):
                     # BrokenResourceError: stdout is gone; nobody can read it any more.
                     with contextlib.suppress(trio.BrokenResourceError):
-                        await outbox.send(jsonrpc.encode(response))
+                        await outbox.send(response + b"\n")
         finally:
             slots.release()
             self._forget(pending)
 
     # -- the tool --------------------------------------------------------------------
 
-    async def call(self, call: session.ToolCall) -> dict[str, Any]:
-        """Run one `tools/call`; returns its JSON-RPC response."""
+    async def call(self, call: session.ToolCall) -> bytes:
+        """Run one `tools/call`; returns its JSON-RPC response, encoded (no newline)."""
         try:
-            return jsonrpc.result(call.id, await self.explore(call.arguments))
+            structured, is_error = await self._explore(call.arguments)
+            return tool_response(call.id, structured, is_error)
         except Exception:
             log.exception("tools/call %r failed", call.id)
-            return jsonrpc.error(
+            error = jsonrpc.error(
                 call.id, jsonrpc.INTERNAL_ERROR, "Internal error", "internal_error"
             )
+            return jsonrpc.encode(error)[:-1]
 
     async def explore(self, arguments: Any) -> dict[str, Any]:
-        """The `lwc_explore` pipeline: validate → authorize → planes → result."""
+        """The `lwc_explore` pipeline: validate → authorize → planes → tool result."""
+        return tool_result(*await self._explore(arguments))
+
+    async def _explore(self, arguments: Any) -> tuple[dict[str, Any], bool]:
+        """`explore` up to the structured content and its `isError` flag."""
         try:
             args = self._check_arguments(arguments)
             try:
@@ -160,7 +161,7 @@ class Dispatcher:
             except PathRuleError as exc:
                 raise ArgumentError(exc.code, exc.message, "projectPath") from None
         except ArgumentError as err:
-            return argument_error_result(err)
+            return err.to_json(), True
 
         from lwc_trio.codegraph.plane import CodeQuery
         from lwc_trio.memory.engine import MemoryQuery
@@ -194,14 +195,16 @@ class Dispatcher:
             answer = await ask(mailbox, plane, payload, started + timeout)
             answers[plane] = (answer, _ms(started))
 
-        # Both planes at once, each under its own deadline inside ask().
-        async with trio.open_nursery() as nursery:
-            for plane in asks:
-                nursery.start_soon(run, plane)
+        if len(asks) == 1:
+            await run(next(iter(asks)))  # one plane: no nursery (or task) needed
+        else:
+            # Both planes at once, each under its own deadline inside ask().
+            async with trio.open_nursery() as nursery:
+                for plane in asks:
+                    nursery.start_soon(run, plane)
         memory, memory_ms = answers.get("memory", (dict(NOT_REQUESTED), None))
         code, code_ms = answers.get("code", (dict(NOT_REQUESTED), None))
-        structured, is_error = build_result(args, str(project), memory, code, memory_ms, code_ms)
-        return tool_result(structured, is_error)
+        return build_result(args, str(project), memory, code, memory_ms, code_ms)
 
     def _check_arguments(self, arguments: Any) -> ExploreArgs:
         args = validate(arguments)

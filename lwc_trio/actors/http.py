@@ -140,7 +140,7 @@ class McpHttpApp:
         except trio.WouldBlock:
             return http_rules.busy(answer.id, self.max_in_flight)
         try:
-            return http_rules.reply(await self.dispatcher.call(answer))
+            return http_rules.Response(200, await self.dispatcher.call(answer))
         finally:
             self.slots.release()
 

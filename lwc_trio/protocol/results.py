@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
+from lwc_trio.protocol.arguments import ExploreArgs
 
 NOT_REQUESTED: Final = {"state": "not_requested"}
 
@@ -145,6 +145,20 @@ def tool_result(structured: dict[str, Any], is_error: bool) -> dict[str, Any]:
     }
 
 
-def argument_error_result(err: ArgumentError) -> dict[str, Any]:
-    """An argument error as an `isError` tool result the model can act on."""
-    return tool_result(err.to_json(), True)
+def tool_response(request_id: Any, structured: dict[str, Any], is_error: bool) -> bytes:
+    """The JSON-RPC response carrying `tool_result(structured, is_error)`, encoded.
+
+    Byte for byte `dumps(jsonrpc.result(request_id, tool_result(...)))`, but the structured
+    content is encoded once and spliced in twice (escaped as the text block, and as itself):
+    encoding it twice was a tenth of the server's time per call.
+    """
+    text = dumps(structured)
+    return (
+        '{"jsonrpc":"2.0","id":'
+        + dumps(request_id)
+        + ',"result":{"content":[{"type":"text","text":'
+        + dumps(text)
+        + '}],"structuredContent":'
+        + text
+        + (',"isError":true}}' if is_error else ',"isError":false}}')
+    ).encode()
