@@ -14,7 +14,7 @@ from conftest_memory import add_source, ask, new_store, page, put_pages
 
 from lwc_trio.memory.engine import MemoryCancelled
 from lwc_trio.memory.results import make_snippet
-from lwc_trio.memory.search import BM25_WEIGHTS, fts_query
+from lwc_trio.memory.search import BM25_WEIGHTS, fts_query, selective_terms
 from lwc_trio.memory.tokenize import tokenize
 from lwc_trio.memory.writer import Wiki
 
@@ -500,3 +500,39 @@ def test_snippet_starts_near_the_first_match_and_fits_180() -> None:
     assert snippet.startswith("…") and snippet.endswith("…")
     assert "needle is here" in snippet and len(snippet) == 180
     assert make_snippet("short text", ["absent"]) == "short text"
+
+
+def test_common_term_counts_follow_each_write(tmp_path: Path) -> None:
+    """A term that becomes common after a write stops being matched on the very next query.
+
+    Document counts are remembered per store revision; a memo that outlived a write would keep
+    matching on "beta" here and return every beta Page.
+    """
+    project, db, home = setup(tmp_path)
+    words = ["alpha", "beta", "gamma", "delta"]
+    put_pages(db, [page(f"n{i}", f"Note {i}", word) for i, word in enumerate(words)])
+    assert sorted(ids(ask("alpha beta", project, home=home))) == ["n0", "n1"]
+    put_pages(db, [page(f"m{i}", f"More {i}", "beta") for i in range(4)])
+    # beta is now in 5 of 8 documents: below the BM25 floor, so only alpha is matched.
+    assert ids(ask("alpha beta", project, home=home)) == ["n0"]
+
+
+def test_document_counts_are_read_once_per_memo(tmp_path: Path) -> None:
+    """With a memo, the second query with the same terms runs no counting statement."""
+    _project, db, _home = setup(tmp_path)
+    put_pages(db, FILLER)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    memo: dict[str, int] = {}
+    try:
+        first = selective_terms(conn, ["apple", "text"], memo)
+        counted = [s for s in statements if "count(*)" in s]
+        statements.clear()
+        second = selective_terms(conn, ["apple", "text"], memo)
+    finally:
+        conn.close()
+    assert first == second == ["apple"]
+    assert len(counted) == 3
+    assert not [s for s in statements if "count(*)" in s]
+    assert memo == {"": 8, "apple": 1, "text": 8}

@@ -26,8 +26,7 @@ from lwc_trio.memory.results import (
     PageBody,
     ResultRow,
     cap_pages,
-    describe_hits,
-    read_page_bodies,
+    read_hits,
 )
 from lwc_trio.memory.search import load_degrees, search_store
 from lwc_trio.memory.store import Interrupted, StoreInfo, begin_read_cookie, translate_error
@@ -48,6 +47,7 @@ _SCOPE_ORDER = {scope: i for i, scope in enumerate(SCOPES)}
 BUSY_LIMIT_S = 2.0
 
 _FUZZY: RevisionCache[FuzzyIndex] = RevisionCache(4)
+_DOC_COUNTS: RevisionCache[dict[str, int]] = RevisionCache(4)
 
 
 @attrs.frozen
@@ -133,11 +133,11 @@ def _answer(
         degrees=lambda slugs: load_degrees(conn, slugs),
         fuzzy_index=lambda: _FUZZY.get_or_build(key, lambda: build_fuzzy_index(conn)),
         cancelled=cancelled,
+        doc_counts=_DOC_COUNTS.get_or_build(key, dict),
     )
     _check(cancelled)
-    rows = describe_hits(conn, ref.scope, hits, terms)
+    rows, bodies = read_hits(conn, ref.scope, hits, terms)
     slugs = [row.identifier for row in rows if row.doc_type == "page"]
-    bodies = read_page_bodies(conn, ref.scope, slugs)
     neighborhood = None
     if slugs and graph_status(info) == "ready":
         neighborhood = read_neighborhood(conn, slugs[0])

@@ -25,9 +25,8 @@ __all__ = [
     "PageBody",
     "ResultRow",
     "cap_pages",
-    "describe_hits",
     "make_snippet",
-    "read_page_bodies",
+    "read_hits",
 ]
 
 SNIPPET_MAX = 180
@@ -36,6 +35,8 @@ SNIPPET_MAX = 180
 SNIPPET_SCAN = 20_000
 SNIPPET_LEAD = 40
 PAGE_BODY_CAP = 15_000
+_HEAD = max(SNIPPET_SCAN, PAGE_BODY_CAP)
+"""Characters of a Page body read once for both its snippet and its `pages` entry."""
 PAGES_TOTAL_CAP = 60_000
 
 _SPACE = re.compile(r"\s+")
@@ -176,20 +177,24 @@ def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tup
     return {slug: tuple(order_provenance(values)) for slug, values in found.items()}
 
 
-def describe_hits(
+def read_hits(
     conn: sqlite3.Connection, scope: str, hits: Sequence[Hit], terms: Sequence[str]
-) -> list[ResultRow]:
-    """Result rows for `hits` (same order), read inside the caller's transaction."""
+) -> tuple[list[ResultRow], dict[str, PageBody]]:
+    """Result rows for `hits` (same order) and the bodies of their Pages.
+
+    Read inside the caller's transaction, each table once: a Page's row gives both its
+    snippet and its `pages` entry.
+    """
     slugs = [hit.identifier for hit in hits if hit.doc_type == "page"]
     source_ids = [hit.identifier for hit in hits if hit.doc_type == "source"]
-    pages: dict[str, tuple[str, str, str | None, str, str]] = {}
+    pages: dict[str, tuple[str, str, str | None, str, int, str]] = {}
     if slugs:
-        for slug, title, kind, summary, head, updated in conn.execute(
-            f"SELECT slug, title, kind, summary, substr(body, 1, {SNIPPET_SCAN}), updated_at "
-            f"FROM pages WHERE slug IN ({_marks(len(slugs))})",
+        for slug, title, kind, summary, head, length, updated in conn.execute(
+            f"SELECT slug, title, kind, summary, substr(body, 1, {_HEAD}), length(body), "
+            f"updated_at FROM pages WHERE slug IN ({_marks(len(slugs))})",
             slugs,
         ):
-            pages[slug] = (title, kind, summary, head, updated)
+            pages[slug] = (title, kind, summary, head, int(length), updated)
     sources: dict[str, tuple[str, str, str]] = {}
     if source_ids:
         for ident, title, head, created in conn.execute(
@@ -198,18 +203,25 @@ def describe_hits(
             source_ids,
         ):
             sources[ident] = (title, head, created)
-    provenance = _provenance(conn, slugs)
+    found = [slug for slug in slugs if slug in pages]
+    provenance = _provenance(conn, found)
+    links = _links(conn, found)
     rows: list[ResultRow] = []
+    bodies: dict[str, PageBody] = {}
     for hit in hits:
         if hit.doc_type == "page" and hit.identifier in pages:
-            title, kind, summary, head, updated = pages[hit.identifier]
-            text = head if head.strip() else (summary or "")
+            slug = hit.identifier
+            title, kind, summary, head, length, updated = pages[slug]
+            snippet_text = head[:SNIPPET_SCAN] if head.strip() else (summary or "")
             rows.append(
                 ResultRow(
-                    scope, "page", hit.identifier, title, kind, summary,
-                    provenance[hit.identifier], make_snippet(text, terms),
-                    hit.rank, hit.match, updated,
+                    scope, "page", slug, title, kind, summary, provenance[slug],
+                    make_snippet(snippet_text, terms), hit.rank, hit.match, updated,
                 )
+            )  # fmt: skip
+            bodies[slug] = PageBody(
+                scope, slug, title, kind, summary, head[:PAGE_BODY_CAP], length,
+                provenance[slug], links[slug], updated,
             )  # fmt: skip
         elif hit.doc_type == "source" and hit.identifier in sources:
             title, head, created = sources[hit.identifier]
@@ -219,34 +231,19 @@ def describe_hits(
                     make_snippet(head, terms), hit.rank, hit.match, created,
                 )
             )  # fmt: skip
-    return rows
+    return rows, bodies
 
 
-def read_page_bodies(
-    conn: sqlite3.Connection, scope: str, slugs: Sequence[str]
-) -> dict[str, PageBody]:
-    """Body heads, provenance and sorted links of `slugs` (inside the caller's transaction)."""
-    if not slugs:
-        return {}
-    links: dict[str, list[str]] = {slug: [] for slug in slugs}
-    for source, target in conn.execute(
-        f"SELECT from_slug, to_slug FROM links WHERE from_slug IN ({_marks(len(slugs))}) "
-        "ORDER BY from_slug, to_slug",
-        list(slugs),
-    ):
-        links[source].append(target)
-    provenance = _provenance(conn, slugs)
-    bodies: dict[str, PageBody] = {}
-    for slug, title, kind, summary, head, length, updated in conn.execute(
-        f"SELECT slug, title, kind, summary, substr(body, 1, {PAGE_BODY_CAP}), length(body), "
-        f"updated_at FROM pages WHERE slug IN ({_marks(len(slugs))})",
-        list(slugs),
-    ):
-        bodies[slug] = PageBody(
-            scope, slug, title, kind, summary, head, int(length),
-            provenance[slug], tuple(links[slug]), updated,
-        )  # fmt: skip
-    return bodies
+def _links(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, list[str]] = {slug: [] for slug in slugs}
+    if slugs:
+        for source, target in conn.execute(
+            f"SELECT from_slug, to_slug FROM links WHERE from_slug IN ({_marks(len(slugs))}) "
+            "ORDER BY from_slug, to_slug",
+            list(slugs),
+        ):
+            found[source].append(target)
+    return {slug: tuple(targets) for slug, targets in found.items()}
 
 
 def cap_pages(ordered: Sequence[PageBody]) -> list[dict[str, Any]]:

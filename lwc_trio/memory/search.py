@@ -100,33 +100,46 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-def selective_terms(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
+DOC_COUNTS_LIMIT = 4096
+"""Most document counts one store revision remembers (a long session asks many terms)."""
+
+
+def selective_terms(
+    conn: sqlite3.Connection, terms: Sequence[str], doc_counts: dict[str, int] | None = None
+) -> list[str]:
     """The terms worth matching on: those in fewer than half of the documents.
 
     FTS5's BM25 floors the IDF of a term found in at least half of the documents at 1e-6, so
     such a term cannot change the order of documents that match anything rarer, yet matching
     it makes SQLite score nearly every row. When every term is that common, all are kept.
     Counting a term's documents walks only its posting list, a small fraction of scoring it.
+    `doc_counts` remembers the counts (key `""` is the total) for one store revision.
     """
     if len(terms) < 2:
         return list(terms)
-    total = conn.execute("SELECT count(*) FROM search_docs").fetchone()[0]
-    selective = [
-        term
-        for term in terms
-        if 2
-        * conn.execute(
-            "SELECT count(*) FROM search_index WHERE search_index MATCH ?", (fts_query([term]),)
-        ).fetchone()[0]
-        < total
-    ]
+    memo: dict[str, int] = {} if doc_counts is None else doc_counts
+
+    def count(key: str, sql: str, *params: str) -> int:
+        value = memo.get(key)
+        if value is None:
+            value = int(conn.execute(sql, params).fetchone()[0])
+            if len(memo) < DOC_COUNTS_LIMIT:
+                memo[key] = value
+        return value
+
+    total = count("", "SELECT count(*) FROM search_docs")
+    match = "SELECT count(*) FROM search_index WHERE search_index MATCH ?"
+    selective = [term for term in terms if 2 * count(term, match, fts_query([term])) < total]
     return selective or list(terms)
 
 
 def _lexical(
-    conn: sqlite3.Connection, terms: Sequence[str], limit: int
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    limit: int,
+    doc_counts: dict[str, int] | None = None,
 ) -> list[tuple[str, str, float]]:
-    terms = selective_terms(conn, terms)
+    terms = selective_terms(conn, terms, doc_counts)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     rows = conn.execute(
         f"SELECT d.doc_type, d.ident, bm25(search_index, {weights}) AS score "
@@ -145,14 +158,15 @@ def search_store(
     degrees: Callable[[Sequence[str]], dict[str, int]],
     fuzzy_index: Callable[[], FuzzyIndex],
     cancelled: threading.Event | None = None,
+    doc_counts: dict[str, int] | None = None,
 ) -> list[Hit]:
     """The store's best `limit` hits for `terms` (non-empty), best first.
 
     Runs inside the caller's read transaction. `degrees(slugs)` returns the link in-degrees of
     the candidate Pages; `fuzzy_index()` the cached per-revision title index (built lazily:
-    most queries never need it).
+    most queries never need it); `doc_counts` the per-revision memo `selective_terms` fills.
     """
-    candidates = _lexical(conn, terms, CANDIDATE_FACTOR * limit)
+    candidates = _lexical(conn, terms, CANDIDATE_FACTOR * limit, doc_counts)
     pages = [ident for doc_type, ident, _ in candidates if doc_type == "page"]
     sources = [ident for doc_type, ident, _ in candidates if doc_type == "source"]
 
