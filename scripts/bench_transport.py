@@ -10,8 +10,10 @@ Issue 2, "Performance". In one run, against
 
 it measures (1) process start -> initialize reply, (2) sequential ping round trips, (3) a burst of
 200 `tools/call` requests written at once, until all 200 answers are in, and (4) the idle RSS of
-the server after the handshake. For diagnosis it also reports the server CPU a burst took and
-a burst of 200 calls the tool refuses at argument validation (transport + dispatch only).
+the server after the handshake. For diagnosis it also reports the server CPU a burst took, a
+burst of 200 calls the tool refuses at argument validation (transport + dispatch only), and for
+lwc a burst of 200 valid calls with nothing to search (`scope: "global"`, no global Wiki): every
+actor, the path check and the plane's store lookup, but no SQLite search.
 Every server gets byte-identical JSON lines (protocol 2025-11-25, where `ping` is still a plain
 request) written by this script on raw pipes - no MCP client library, so client overhead does
 not dominate. Sessions are measured round-robin so background load hits every server alike.
@@ -152,6 +154,8 @@ class Server:
     arguments: dict[str, Any]
     bad_arguments: dict[str, Any]
     """Arguments the tool rejects: a burst of these costs transport + dispatch + validation only."""
+    bare_arguments: dict[str, Any]
+    """Valid arguments with no work for the tool's engine (lwc: a scope with no Wiki)."""
 
 
 def _lwc_argv(workspace: Path) -> list[str]:
@@ -214,8 +218,13 @@ def _ping(rid: int) -> bytes:
     return _line({"jsonrpc": "2.0", "id": rid, "method": "ping"})
 
 
-def _call(rid: int, server: Server, *, bad: bool = False) -> bytes:
-    params = {"name": server.tool, "arguments": server.bad_arguments if bad else server.arguments}
+def _call(rid: int, server: Server, *, kind: str = "call") -> bytes:
+    arguments = {
+        "call": server.arguments,
+        "bad": server.bad_arguments,
+        "bare": server.bare_arguments,
+    }[kind]
+    params = {"name": server.tool, "arguments": arguments}
     return _line({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
 
 
@@ -344,11 +353,16 @@ def _result(line: bytes, rid: int, who: str) -> dict[str, Any]:
     return result
 
 
-def _check_call(result: dict[str, Any], server: Server, *, bad: bool = False) -> None:
-    if bad:
+def _check_call(result: dict[str, Any], server: Server, *, kind: str = "call") -> None:
+    if kind == "bad":
         # The floor echoes anything; the MCP servers must refuse the argument.
         if server.key != "floor" and result.get("isError") is not True:
             raise BenchError(f"{server.key}: bad arguments accepted: {json.dumps(result)[:300]}")
+        return
+    if kind == "bare" and server.key == "lwc":
+        memory = result["structuredContent"]["memory"]
+        if memory.get("error", {}).get("code") != "store_not_found":
+            raise BenchError(f"lwc: expected store_not_found: {json.dumps(memory)[:300]}")
         return
     if result.get("isError") is not False:
         raise BenchError(f"{server.key}: tool call failed: {json.dumps(result)[:300]}")
@@ -393,6 +407,7 @@ class Steady:
     bursts_ms: list[float] = field(default_factory=list)
     burst_cpu_ms: list[float] = field(default_factory=list)
     bad_bursts_ms: list[float] = field(default_factory=list)
+    bare_bursts_ms: list[float] = field(default_factory=list)
     exit_code: int = 0
     stderr_bytes: int = 0
     next_id: int = 10
@@ -429,17 +444,19 @@ def _pings(conn: Conn, out: Steady, count: int, record: bool) -> None:
         out.pings_ms += times
 
 
-def _burst(conn: Conn, out: Steady, *, bad: bool = False) -> None:
+def _burst(conn: Conn, out: Steady, *, kind: str = "call") -> None:
     server = conn.server
     ids = range(out.next_id + 1, out.next_id + 1 + BURST_SIZE)
     out.next_id += BURST_SIZE
-    payload = b"".join(_call(i, server, bad=bad) for i in ids)
+    payload = b"".join(_call(i, server, kind=kind) for i in ids)
     cpu = conn.cpu_ms()
     started = time.perf_counter()
     lines = conn.burst(payload, BURST_SIZE, started + IO_TIMEOUT)
     elapsed = (time.perf_counter() - started) * 1000
-    if bad:
+    if kind == "bad":
         out.bad_bursts_ms.append(elapsed)
+    elif kind == "bare":
+        out.bare_bursts_ms.append(elapsed)
     else:
         out.bursts_ms.append(elapsed)
         out.burst_cpu_ms.append(conn.cpu_ms() - cpu)
@@ -447,7 +464,7 @@ def _burst(conn: Conn, out: Steady, *, bad: bool = False) -> None:
     if set(by_id) != set(ids):
         raise BenchError(f"{server.key}: burst answers do not match the {BURST_SIZE} ids")
     for i in ids:
-        _check_call(_result(by_id[i], i, server.key), server, bad=bad)
+        _check_call(_result(by_id[i], i, server.key), server, kind=kind)
 
 
 def steady_state(
@@ -480,7 +497,10 @@ def steady_state(
             for conn in conns:
                 _burst(conn, results[conn.server.key])
             for conn in conns:
-                _burst(conn, results[conn.server.key], bad=True)
+                _burst(conn, results[conn.server.key], kind="bad")
+            for conn in conns:
+                if conn.server.key == "lwc":
+                    _burst(conn, results[conn.server.key], kind="bare")
         for conn in conns:
             out = results[conn.server.key]
             out.rss_after_kb = conn.rss_kb()
@@ -542,6 +562,7 @@ def summarize(
             "burst_ms": statistics.median(s.bursts_ms),
             "burst_cpu_ms": statistics.mean(s.burst_cpu_ms),
             "bad_burst_ms": statistics.median(s.bad_bursts_ms),
+            "bare_burst_ms": statistics.median(s.bare_bursts_ms) if s.bare_bursts_ms else None,
             "idle_rss_mb": _mb(s.idle_rss_kb),
             "rss_after_burst_mb": _mb(s.rss_after_kb),
         }
@@ -569,9 +590,13 @@ ROWS: Final = (
     ("burst_ms", "200 concurrent tools/call", "ms", 1, "median of {bursts} bursts"),
     ("burst_cpu_ms", "  server CPU for that burst", "ms", 0, "mean, all threads"),
     ("bad_burst_ms", "200 tools/call, invalid argument", "ms", 1, "median of {bursts} bursts"),
+    ("bare_burst_ms", "200 tools/call, nothing to search", "ms", 1, "median of {bursts} bursts"),
     ("idle_rss_mb", "idle RSS after handshake", "MB", 1, "VmRSS"),
     ("rss_after_burst_mb", "RSS after the bursts", "MB", 1, "VmRSS"),
 )
+
+
+RATIO_BASE: Final = {"bare_burst_ms": "burst_ms"}
 
 
 def render(report: dict[str, Any]) -> str:
@@ -585,8 +610,9 @@ def render(report: dict[str, Any]) -> str:
         cells = [f"{label} ({unit})", n.format(**plan)]
         for key in keys:
             value = figures[key][metric]
-            cells.append(f"{value:.{decimals}f}")
-        sdk = figures["sdk"][metric]
+            cells.append("—" if value is None else f"{value:.{decimals}f}")
+        # lwc's no-search burst is compared with the SDK's ordinary echo burst.
+        sdk = figures["sdk"][RATIO_BASE.get(metric, metric)]
         cells.append(f"{figures['lwc'][metric] / sdk:.2f}×" if sdk else "—")
         check = checks.get(metric)
         if check is None:
@@ -653,6 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     {"query": QUERY, "projectPath": str(workspace), "mode": "memory"},
                     # "3" is not an integer (SPEC §2): refused before any path or plane work.
                     {"query": QUERY, "projectPath": str(workspace), "maxDocuments": "3"},
+                    # The private HOME has no global Wiki: path check and store lookup only.
+                    {"query": QUERY, "projectPath": str(workspace), "scope": "global"},
                 ),
                 Server(
                     "sdk",
@@ -661,6 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "echo",
                     {"text": QUERY},
                     {"text": 3},  # pydantic refuses an int for a str parameter
+                    {"text": QUERY},
                 ),
             ]
             if not args.no_floor:
@@ -672,6 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "echo",
                         {"text": QUERY},
                         {"text": 3},
+                        {"text": QUERY},
                     )
                 )
             cold = cold_starts(servers, plan.cold_runs, workspace, env, logs)
