@@ -9,7 +9,9 @@ Issue 5, "Performance". In one run, against
          started as `sys.executable file.py PORT`,
 
 it measures requests per second and median/p99 latency for `ping` and for one tool call (lwc:
-a memory-mode `lwc_explore`; SDK: `echo`) with 1, 8 and 32 concurrent clients. Each client is
+a memory-mode `lwc_explore`; SDK: `echo`) with 1, 8 and 32 concurrent clients. For diagnosis,
+not for the target, it also times lwc calls with nothing to search (`scope: "global"` with no
+global Wiki): the transport, every actor and both thread trips, without the SQLite search. Each client is
 one keep-alive HTTP/1.1 connection sending its requests one after another; every request
 carries the same headers (JSON content type, `Accept: application/json, text/event-stream`,
 `MCP-Protocol-Version: 2025-11-25`). The load generator is this script: one Trio thread and
@@ -107,6 +109,8 @@ class Target:
     tool_call: dict[str, Any]
     check_call: Callable[[dict[str, Any]], None]
     proc: subprocess.Popen[bytes] | None = None
+    bare_call: dict[str, Any] | None = None
+    """lwc only: a valid call with nothing to search (diagnostic, not part of the target)."""
 
 
 # --------------------------------------------------------------------------- servers
@@ -166,6 +170,8 @@ def _start_lwc(workspace: Path, env: dict[str, str], errlog: Path) -> Target:
             raise BenchError(f"lwc: memory did not hit the Wiki: {json.dumps(memory)[:300]}")
 
     arguments = {"query": QUERY, "projectPath": str(workspace), "mode": "memory"}
+    # The private HOME has no global Wiki: every actor and both thread trips, but no search.
+    bare = {**arguments, "scope": "global"}
     return Target(
         "lwc",
         "lwc (memory-mode lwc_explore)",
@@ -175,6 +181,7 @@ def _start_lwc(workspace: Path, env: dict[str, str], errlog: Path) -> Target:
         {"name": "lwc_explore", "arguments": arguments},
         check,
         proc,
+        {"name": "lwc_explore", "arguments": bare},
     )
 
 
@@ -302,12 +309,13 @@ async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> S
     ready = trio.Event()
     go = trio.Event()
     waiting = [clients]
-    check = target.check_call
+    check = _check_bare if workload == "bare" else target.check_call
+    params = target.bare_call if workload == "bare" else target.tool_call
 
     def message(rid: int) -> dict[str, Any]:
         if workload == "ping":
             return {"jsonrpc": "2.0", "id": rid, "method": "ping"}
-        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": target.tool_call}
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
     async def one(index: int) -> None:
         client = Client(target)
@@ -316,7 +324,7 @@ async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> S
             for _ in range(plan.warmup):
                 rid += 1
                 result = await client.post(message(rid))
-            if workload == "call":
+            if workload != "ping":
                 check(result)
             waiting[0] -= 1
             if waiting[0] == 0:
@@ -327,7 +335,7 @@ async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> S
                 started = time.perf_counter()
                 result = await client.post(message(rid))
                 sample.latencies_ms.append((time.perf_counter() - started) * 1000)
-            if workload == "call":
+            if workload != "ping":
                 check(result)
             elif result != {}:
                 raise BenchError(f"{target.key}: ping answered {result!r}")
@@ -345,12 +353,20 @@ async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> S
     return sample
 
 
+def _check_bare(result: dict[str, Any]) -> None:
+    memory = result.get("structuredContent", {}).get("memory", {})
+    if memory.get("error", {}).get("code") != "store_not_found":
+        raise BenchError(f"lwc: expected store_not_found: {json.dumps(result)[:300]}")
+
+
 async def _run_all(targets: list[Target], plan: Plan) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    for workload in ("ping", "call"):
+    for workload in ("ping", "call", "bare"):
         for clients in LEVELS:
             # Servers interleaved per level, so drift on the machine hits both alike.
             for target in targets:
+                if workload == "bare" and target.bare_call is None:
+                    continue
                 sample = await _measure(target, workload, clients, plan)
                 key = f"{workload}@{clients}"
                 results.setdefault(target.key, {})[key] = sample.summary()
@@ -381,6 +397,14 @@ def _report(results: dict[str, Any], plan: Plan) -> tuple[str, bool]:
                 f"| {lwc['median_ms']:.2f} / {lwc['p99_ms']:.2f} "
                 f"| {sdk['median_ms']:.2f} / {sdk['p99_ms']:.2f} |"
             )
+    for clients in LEVELS:
+        # Not part of the target: lwc's floor for a valid call, against the SDK's echo call.
+        lwc, sdk = results["lwc"][f"bare@{clients}"], results["sdk"][f"call@{clients}"]
+        lines.append(
+            f"| call, nothing to search | {clients} | {lwc['rps']:.0f} | {sdk['rps']:.0f} "
+            f"| {lwc['rps'] / sdk['rps']:.2f} | {lwc['median_ms']:.2f} / {lwc['p99_ms']:.2f} "
+            f"| {sdk['median_ms']:.2f} / {sdk['p99_ms']:.2f} |"
+        )
     lines += ["", f"target (lwc rps >= SDK rps at every level): {'MET' if met else 'MISSED'}"]
     return "\n".join(lines), met
 
