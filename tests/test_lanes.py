@@ -157,3 +157,26 @@ def test_a_lane_needs_a_thread() -> None:
 
     with pytest.raises(ValueError, match="at least one thread"):
         trio.run(build)
+
+
+async def test_back_to_back_jobs_do_not_queue_behind_a_slow_one() -> None:
+    """Two jobs submitted at once with one idle thread: the second gets its own thread.
+
+    Both submits happen before the idle thread wakes; counting that thread for both would
+    leave the second job waiting for the first, however slow it is.
+    """
+    release = threading.Event()
+    async with open_lane("b", 2) as lane:
+        assert await lane.run(lambda: "warm") == "warm"  # one thread, now idle
+        second_done = trio.Event()
+
+        async def second() -> None:
+            assert await lane.run(lambda: "quick") == "quick"
+            second_done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lane.run, release.wait, 10)
+            nursery.start_soon(second)
+            with trio.fail_after(5):
+                await second_done.wait()
+            release.set()

@@ -89,6 +89,9 @@ class ThreadLane:
                 raise LaneClosed(f"{self.name} lane is closed")
             self._queue.append(job)
             if self._idle:
+                # Counted off here, not when the thread wakes: a second job submitted before
+                # then must not count on the same thread (it would wait behind this one).
+                self._idle -= 1
                 self._wake.notify()
             elif len(self._threads) < self.max_threads:
                 thread = threading.Thread(
@@ -152,9 +155,8 @@ class ThreadLane:
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
-                    self._idle += 1
+                    self._idle += 1  # submit() takes it off when it wakes this thread
                     self._wake.wait()
-                    self._idle -= 1
                 if self._closed:
                     return
                 job = self._queue.popleft()
