@@ -67,6 +67,10 @@ def _reply(job: AuthJob, result: outcome.Outcome[Any]) -> None:
         answer: Path | PathRuleError = result.unwrap()
     except PathRuleError as exc:
         answer = exc
+    except LaneClosed:
+        # Shutting down: whoever still waits learns the check could not be made.
+        job.reply.close()
+        return
     except Exception:
         log.exception("path check failed")
         answer = PathRuleError("invalid_project_path", "projectPath could not be checked")

@@ -143,10 +143,9 @@ class Dispatcher:
             return tool_response(call.id, structured, is_error)
         except Exception:
             log.exception("tools/call %r failed", call.id)
-            error = jsonrpc.error(
-                call.id, jsonrpc.INTERNAL_ERROR, "Internal error", "internal_error"
+            return jsonrpc.to_bytes(
+                jsonrpc.error(call.id, jsonrpc.INTERNAL_ERROR, "Internal error", "internal_error")
             )
-            return jsonrpc.encode(error)[:-1]
 
     async def explore(self, arguments: Any) -> dict[str, Any]:
         """The `lwc_explore` pipeline: validate → authorize → planes → tool result."""

@@ -181,6 +181,7 @@ def read_info(conn: sqlite3.Connection) -> StoreInfo:
 
 
 def _parse_info(values: dict[object, object]) -> StoreInfo:
+    """`StoreInfo` from the `meta` rows. Raises `StoreError(store_corrupt)`."""
 
     def integer(key: str, *, required: bool = True) -> int | None:
         raw = values.get(key)

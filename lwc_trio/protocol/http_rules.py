@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -201,8 +200,7 @@ class Response:
 
 def reply(message: dict[str, Any], status: int = 200) -> Response:
     """A JSON-RPC message as the body of a response."""
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-    return Response(status, body)
+    return Response(status, jsonrpc.to_bytes(message))
 
 
 def rejection(

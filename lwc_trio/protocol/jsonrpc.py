@@ -231,6 +231,11 @@ def _invalid(rid: RequestId | None, why: str) -> dict[str, Any]:
     return error(rid, INVALID_REQUEST, f"Invalid Request: {why}", "invalid_request")
 
 
+def to_bytes(message: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON, non-ASCII kept as is (an HTTP body, or a line before framing)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def encode(message: dict[str, Any]) -> bytes:
-    """Compact UTF-8 JSON plus the newline that frames it."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """Compact UTF-8 JSON plus the newline that frames it on stdio."""
+    return to_bytes(message) + b"\n"
