@@ -13,11 +13,11 @@ a memory-mode `lwc_explore`; SDK: `echo`) with 1, 8 and 32 concurrent clients. F
 not for the target, it also times lwc calls with nothing to search (`scope: "global"` with no
 global Wiki): the transport, every actor and both thread trips, without the SQLite search.
 Each client is one keep-alive HTTP/1.1 connection sending its requests one after another; every
-request carries the same headers (JSON content type, `Accept: application/json, text/event-
-stream`, `MCP-Protocol-Version: 2025-11-25`). The load generator is this script: one Trio
-thread and h11, identical for both servers, so compare the two columns rather than reading the
-absolute numbers as server capacity. Only loopback traffic; every loop is bounded by a request
-count and every wait by IO_TIMEOUT.
+request carries the same headers (JSON content type, `Accept: application/json,
+text/event-stream`, `MCP-Protocol-Version: 2025-11-25`). The load generator is this script: one
+Trio thread and h11, identical for both servers, so compare the two columns rather than reading
+the absolute numbers as server capacity. Only loopback traffic; every loop is bounded by a
+request count and every wait by IO_TIMEOUT.
 
     python scripts/bench_http.py            # the full run recorded in docs/benchmarks.md
     python scripts/bench_http.py --quick    # a few seconds, same code paths
