@@ -180,3 +180,67 @@ async def test_back_to_back_jobs_do_not_queue_behind_a_slow_one() -> None:
             with trio.fail_after(5):
                 await second_done.wait()
             release.set()
+
+
+async def test_growing_lane_runs_short_jobs_on_one_thread() -> None:
+    """With grow_after, jobs that arrive while a thread works wait for it: one thread."""
+    names: list[str] = []
+
+    def job() -> None:
+        names.append(threading.current_thread().name)
+        time.sleep(0.001)
+
+    async with open_lane("g", 4, grow_after=5.0) as lane, trio.open_nursery() as nursery:
+        for _ in range(20):
+            nursery.start_soon(lane.run, job)
+    assert len(names) == 20
+    assert set(names) == {"g-0"}
+
+
+async def test_growing_lane_lets_a_job_past_a_slow_one() -> None:
+    """A job stuck behind a slow one gets its own thread once it has waited grow_after."""
+    release = threading.Event()
+    async with open_lane("s", 2, grow_after=0.05) as lane:
+        quick_done = trio.Event()
+
+        async def quick() -> None:
+            assert await lane.run(lambda: threading.current_thread().name) == "s-1"
+            quick_done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lane.run, release.wait, 10)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(quick)
+            with trio.fail_after(5):
+                await quick_done.wait()
+            assert not release.is_set()
+            release.set()
+
+
+async def test_growing_lane_never_exceeds_its_threads() -> None:
+    """With one thread, the job behind a slow one waits for it, however long."""
+    release = threading.Event()
+    order: list[str] = []
+    async with open_lane("m", 1, grow_after=0.01) as lane, trio.open_nursery() as nursery:
+        nursery.start_soon(lane.run, lambda: (release.wait(10), order.append("slow")))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(lane.run, order.append, "next")
+        await trio.sleep(0.1)
+        assert order == []
+        release.set()
+    assert order == ["slow", "next"]
+
+
+async def test_growing_lane_drops_a_cancelled_queued_job() -> None:
+    """A queued job cancelled before it starts never runs, growing lane or not."""
+    release = threading.Event()
+    ran: list[str] = []
+    async with open_lane("c", 1, grow_after=0.01) as lane:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lane.run, release.wait, 10)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(0.05):
+                await lane.run(ran.append, "queued")
+            release.set()
+        assert await lane.run(lambda: "after") == "after"
+    assert ran == []

@@ -50,19 +50,27 @@ class _Job:
     args: tuple[Any, ...]
     done: Callable[[outcome.Outcome[Any]], None]
     abandoned: bool = False
+    started: bool = False
 
 
 class ThreadLane:
     """At most `threads` worker threads serving one queue; create and use it in a trio run.
 
-    Threads start on demand (a job arrives and none is idle) and stay until `close()`.
+    Threads start on demand and stay until `close()`. Without `grow_after`, a job goes to an
+    idle (or new) thread at once whenever one is free. With `grow_after` (seconds), a job
+    that arrives while a thread is working waits for that thread, and only a `run()` call
+    whose job has waited that long brings in another thread: short jobs then run one
+    after another on one thread, which on a busy server beats several threads contending
+    for the interpreter lock, while a slow job still cannot hold up the next one for longer
+    than `grow_after`.
     """
 
-    def __init__(self, name: str, threads: int) -> None:
+    def __init__(self, name: str, threads: int, *, grow_after: float | None = None) -> None:
         if threads < 1:
             raise ValueError("a lane needs at least one thread")
         self.name = name
         self.max_threads = threads
+        self.grow_after = grow_after
         self._token = trio.lowlevel.current_trio_token()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -71,6 +79,9 @@ class ThreadLane:
         self._delivery_posted = False
         self._threads: list[threading.Thread] = []
         self._idle = 0
+        """Threads waiting for work that no one has woken yet."""
+        self._working = 0
+        """Threads running a job, or woken or started to take one."""
         self._closed = False
 
     # -- the loop side ------------------------------------------------------------------
@@ -83,22 +94,7 @@ class ThreadLane:
         Returns a function that abandons the job: if it has not started it never runs, and
         either way `done` is not called. Raises `LaneClosed` after `close()`.
         """
-        job = _Job(fn, args, done)
-        with self._lock:
-            if self._closed:
-                raise LaneClosed(f"{self.name} lane is closed")
-            self._queue.append(job)
-            if self._idle:
-                # Counted off here, not when the thread wakes: a second job submitted before
-                # then must not count on the same thread (it would wait behind this one).
-                self._idle -= 1
-                self._wake.notify()
-            elif len(self._threads) < self.max_threads:
-                thread = threading.Thread(
-                    target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
-                )
-                self._threads.append(thread)
-                thread.start()
+        job = self._submit(fn, args, done)
         return lambda: self._abandon(job)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -107,15 +103,37 @@ class ThreadLane:
         On cancellation the job is abandoned (see the module docstring).
         """
         await trio.lowlevel.checkpoint_if_cancelled()
+        if self.grow_after is not None:
+            return await self._run_growing(fn, args, self.grow_after)
         task = trio.lowlevel.current_task()
-        abandon = self.submit(fn, *args, done=lambda result: trio.lowlevel.reschedule(task, result))
+        job = self._submit(fn, args, lambda result: trio.lowlevel.reschedule(task, result))
 
         def abort(_: Any) -> trio.lowlevel.Abort:
-            abandon()
+            self._abandon(job)
             return trio.lowlevel.Abort.SUCCEEDED
 
         result: T = await trio.lowlevel.wait_task_rescheduled(abort)
         return result
+
+    async def _run_growing(self, fn: Callable[..., T], args: tuple[Any, ...], after: float) -> T:
+        finished = trio.Event()
+        box: list[outcome.Outcome[T]] = []
+
+        def done(result: outcome.Outcome[T]) -> None:
+            box.append(result)
+            finished.set()
+
+        job = self._submit(fn, args, done)
+        try:
+            with trio.move_on_after(after):
+                await finished.wait()
+            if not finished.is_set():
+                self._grow(job)
+                await finished.wait()
+        except BaseException:
+            self._abandon(job)
+            raise
+        return box[0].unwrap()
 
     def close(self) -> None:
         """Stop the threads once their current job ends; queued jobs fail with `LaneClosed`.
@@ -130,6 +148,42 @@ class ThreadLane:
             self._wake.notify_all()
         for job in dropped:
             job.done(outcome.Error(LaneClosed(f"{self.name} lane closed")))
+
+    def _submit(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        done: Callable[[outcome.Outcome[Any]], None],
+    ) -> _Job:
+        job = _Job(fn, args, done)
+        with self._lock:
+            if self._closed:
+                raise LaneClosed(f"{self.name} lane is closed")
+            self._queue.append(job)
+            if self.grow_after is None or self._working == 0:
+                self._add_worker()
+        return job
+
+    def _grow(self, job: _Job) -> None:
+        """`job` has waited `grow_after`: bring in another thread if it is still queued."""
+        with self._lock:
+            if not job.started and not job.abandoned and not self._closed:
+                self._add_worker()
+
+    def _add_worker(self) -> None:
+        # Under the lock. Counted as working from here, not from when the thread wakes: a
+        # second job submitted before then must not count on the same thread.
+        if self._idle:
+            self._idle -= 1
+            self._working += 1
+            self._wake.notify()
+        elif len(self._threads) < self.max_threads:
+            self._working += 1
+            thread = threading.Thread(
+                target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
 
     def _abandon(self, job: _Job) -> None:
         with self._lock:
@@ -155,11 +209,14 @@ class ThreadLane:
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
-                    self._idle += 1  # submit() takes it off when it wakes this thread
+                    # Idle until _add_worker() wakes this thread (and counts it working).
+                    self._working -= 1
+                    self._idle += 1
                     self._wake.wait()
                 if self._closed:
                     return
                 job = self._queue.popleft()
+                job.started = True
             result = outcome.capture(job.fn, *job.args)
             with self._lock:
                 self._finished.append((job, result))
@@ -173,9 +230,11 @@ class ThreadLane:
 
 
 @asynccontextmanager
-async def open_lane(name: str, threads: int) -> AsyncIterator[ThreadLane]:
+async def open_lane(
+    name: str, threads: int, *, grow_after: float | None = None
+) -> AsyncIterator[ThreadLane]:
     """A lane for the duration of the block; closed on the way out."""
-    lane = ThreadLane(name, threads)
+    lane = ThreadLane(name, threads, grow_after=grow_after)
     try:
         yield lane
     finally:

@@ -34,9 +34,16 @@ EngineFactory = Callable[[], Any]  # () -> async context manager yielding an Eng
 MAILBOX_SIZE: Final = 64
 """Jobs waiting for a worker; senders block beyond this."""
 MEMORY_THREADS: Final = 4
-"""The memory lane's SQLite reader threads (each keeps its own pooled connections). More
-threads than cores only add GIL contention and page caches: the soak showed RSS and
+"""The memory lane's SQLite reader threads at most (each keeps its own pooled connections).
+More threads than cores only add GIL contention and page caches: the soak showed RSS and
 throughput both worse with 8 on a 2-core machine."""
+MEMORY_GROW_AFTER: Final = 0.01
+"""A search waits this long behind a busy reader thread before another thread takes it.
+Short searches then run back to back on one thread (a 200-call burst took about a fifth
+less time and a quarter less CPU than with four threads taking turns at the GIL, and HTTP
+calls at 8 clients about a fifth more per second); a slow one (a large store, a writer's
+lock) holds the next up by no more than this. At 2 ms, searches slowed by a busy event
+loop already waited long enough to bring in more threads, and the gain was gone."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
 timeout answer before concluding the worker itself is stuck."""
@@ -165,7 +172,7 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
     trio, where a deadline or a cancellation drops them at no cost.
     """
     limiter = trio.CapacityLimiter(MEMORY_THREADS)
-    async with open_lane("lwc-memory", MEMORY_THREADS) as lane:
+    async with open_lane("lwc-memory", MEMORY_THREADS, grow_after=MEMORY_GROW_AFTER) as lane:
 
         async def run(query: Any) -> dict[str, Any]:
             # Imported on first use, not at start-up: initialize is answered sooner.
