@@ -39,10 +39,10 @@ More threads than cores only add GIL contention and page caches: the soak showed
 throughput both worse with 8 on a 2-core machine."""
 MEMORY_GROW_AFTER: Final = 0.01
 """A search waits this long behind a busy reader thread before another thread takes it.
-Short searches then run back to back on one thread (a 200-call burst took about a fifth
-less time and a quarter less CPU than with four threads taking turns at the GIL, and HTTP
-calls at 8 clients about a fifth more per second); a slow one (a large store, a writer's
-lock) holds the next up by no more than this. At 2 ms, searches slowed by a busy event
+Short searches then run back to back on one thread (a 200-call burst took about a third
+less time and 40 % less CPU than with four threads taking turns at the GIL; see
+docs/benchmarks.md); a slow one (a large store, a writer's lock) holds the next up by no
+more than this. At 2 ms, searches slowed by a busy event
 loop already waited long enough to bring in more threads, and the gain was gone."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
