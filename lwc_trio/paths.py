@@ -24,6 +24,7 @@ __all__ = [
     "is_within",
     "nearest_upward",
     "prohibited_roots",
+    "text_within",
     "validate_workspace",
 ]
 
@@ -90,14 +91,18 @@ def _virtual_prefixes() -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for t in _VIRTUAL_TREES for p in (t, os.path.realpath(t))))
 
 
-def _within(child: str, parent: str) -> bool:
-    # `is_within` on canonical strings: whole components, so `/ws-evil` is not inside `/ws`.
+def text_within(child: str, parent: str) -> bool:
+    """`is_within` for canonical path strings (no `Path` objects on the per-call path).
+
+    Whole components, so `/ws-evil` is not inside `/ws`; `parent` must have no trailing `/`
+    unless it is `/` itself.
+    """
     return child == parent or child.startswith(parent if parent == "/" else parent + "/")
 
 
 def _under_virtual_tree(path: Path | str) -> bool:
     text = str(path)
-    return any(_within(text, tree) for tree in _virtual_prefixes())
+    return any(text_within(text, tree) for tree in _virtual_prefixes())
 
 
 def _is_utf8(text: str) -> bool:
@@ -167,7 +172,7 @@ def authorize_project_path(raw: str, workspace: Path, env: Mapping[str, str]) ->
         raise _project_error("must not be the filesystem root, $HOME, a temp root or a system root")
     if _under_virtual_tree(path) or _under_virtual_tree(canonical):
         raise _project_error("must not lie under /proc, /sys or /dev")
-    if not _within(canonical, str(workspace)):
+    if not text_within(canonical, str(workspace)):
         raise PathRuleError(
             "project_path_outside_workspace", "projectPath must be the workspace or inside it"
         )

@@ -17,6 +17,7 @@ from lwc_trio.paths import (
     is_within,
     nearest_upward,
     prohibited_roots,
+    text_within,
     validate_workspace,
 )
 
@@ -197,6 +198,16 @@ def test_is_within_compares_components() -> None:
     assert not is_within(Path("/ws-evil"), Path("/ws"))
     assert not is_within(Path("/"), Path("/ws"))
     assert is_within(Path("/anything"), Path("/"))
+
+
+@pytest.mark.parametrize(
+    ("child", "parent"),
+    [("/ws", "/ws"), ("/ws/x/y", "/ws"), ("/ws-evil", "/ws"), ("/", "/ws"), ("/any", "/"),
+     ("/", "/"), ("/wsx/ws", "/ws")],
+)  # fmt: skip
+def test_text_within_agrees_with_is_within(child: str, parent: str) -> None:
+    """The string form used on every call decides exactly as the Path form does."""
+    assert text_within(child, parent) == is_within(Path(child), Path(parent))
 
 
 def test_prohibited_roots_are_canonical(tmp_path: Path) -> None:

@@ -42,8 +42,8 @@ MEMORY_GROW_AFTER: Final = 0.01
 Short searches then run back to back on one thread (a 200-call burst took about a third
 less time and 40 % less CPU than with four threads taking turns at the GIL; see
 docs/benchmarks.md); a slow one (a large store, a writer's lock) holds the next up by no
-more than this. At 2 ms, searches slowed by a busy event
-loop already waited long enough to bring in more threads, and the gain was gone."""
+more than this. At 2 ms, searches slowed by a busy event loop already waited long enough to
+bring in more threads, and the gain was gone."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
 timeout answer before concluding the worker itself is stuck."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 
 from lwc_trio.exceptions import StoreError
+from lwc_trio.paths import text_within
 
 __all__ = [
     "STORE_DIR",
@@ -79,7 +80,7 @@ def find_project_store(start: Path, stop: Path, *, home: Path) -> StoreRef | Non
 def nearest_project_store(start: str, stop: str, *, home: str) -> StoreRef | None:
     """`find_project_store` for paths that are canonical already (the server's: the
     authorizer resolved `start`, and the workspace and home were resolved at start-up)."""
-    if start != stop and not start.startswith(stop if stop == "/" else stop + "/"):
+    if not text_within(start, stop):
         return None
     directory = start
     while True:
