@@ -27,9 +27,10 @@ case "$(uname -m)" in x86_64|amd64) arch=x64 ;; aarch64|arm64) arch=arm64 ;; *) 
 LWC_TEST_CODEGRAPH_BINARY="$PWD/$CODEGRAPH_DIR/node_modules/@colbymchenry/codegraph-$os-$arch/bin/codegraph"
 export LWC_TEST_CODEGRAPH_BINARY
 
-"$VENV/bin/ruff" check lwc_trio tests scripts
-"$VENV/bin/ruff" format --check lwc_trio tests scripts
-"$VENV/bin/mypy" lwc_trio
+"$VENV/bin/ruff" check lwc_trio benchmarks tests scripts
+"$VENV/bin/ruff" format --check lwc_trio benchmarks tests scripts
+# [tool.mypy] files: lwc_trio and benchmarks, --strict.
+"$VENV/bin/mypy"
 # The official MCP conformance suite against the HTTP transport (docs/http.md).
 if [ "$#" -eq 0 ]; then
     bash scripts/conformance.sh "$VENV/bin/python"

@@ -124,7 +124,7 @@ async def test_second_query_reuses_the_child_and_sigterm_reaps_it(
             answer = (await server.recv())["result"]["structuredContent"]["codeGraph"]
             assert answer["state"] == "ready"
         pids = starts(tmp_path)
-        server.process.send_signal(signal.SIGTERM)
+        server.proc.send_signal(signal.SIGTERM)
         assert await server.wait() == 0
     assert len(pids) == 1
     assert not alive(pids[0])

@@ -278,7 +278,7 @@ async def test_signal_exits_0_after_answering_in_flight(
         await server.send(call(1, {"query": "x", "projectPath": str(workspace)}))
         await server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         assert (await server.recv())["id"] == 2  # the server is up and reading
-        server.process.send_signal(signum)
+        server.proc.send_signal(signum)
         answer = await server.recv()
         assert await server.wait() == 0
     assert answer["id"] == 1

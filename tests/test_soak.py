@@ -1,7 +1,7 @@
 """Short soak, fault-matrix and shutdown runs against the real server (issue 7), as behaviour checks.
 
-Each test runs one of the issue-7 scripts (`scripts/soak.py`, `scripts/fault_matrix.py`,
-`scripts/bench_shutdown.py`) in its short form as a subprocess with `--json`, against a real
+Each test runs one of the issue-7 benchmark scenarios (`scripts/bench soak`, `fault-matrix`,
+`shutdown`; `benchmarks/scenarios/`) in its short form as a subprocess with `--json`, against a real
 `lwc serve --mcp` process and a real Wiki written with the CLI, and asserts only behaviour:
 every response correct, no leaked descriptors, zombies or CodeGraph processes, exit codes.
 Timings are measured by the scripts but never asserted here (CI machines are shared and
@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = REPO / "scripts"
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 RUN_LIMIT = 170  # seconds; pytest's own per-test timeout is 180
 
@@ -38,12 +37,13 @@ requires_codegraph = pytest.mark.skipif(
 
 
 def run_script(name: str, *args: str) -> dict[str, Any]:
-    """Run scripts/NAME with --json; its parsed result (exit 0 or 1 both print one)."""
+    """Run scenario NAME with --json; its parsed result (exit 0 or 1 both print one)."""
     env = {k: v for k, v in os.environ.items() if k != "LWC_FAULTS"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if BINARY:
         env["LWC_CODEGRAPH_BINARY"] = BINARY
     proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / name), "--json", *args],
+        [sys.executable, "-m", "benchmarks", name, "--json", *args],
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -80,7 +80,7 @@ def check_soak(result: dict[str, Any], calls: int) -> None:
 
 def test_soak_short_memory_only() -> None:
     """A 400-call soak without CodeGraph: every answer right, no fd or process leak, exit 0."""
-    result = run_script("soak.py", "--quick", "--no-code", "--calls", "400", "--pages", "15")
+    result = run_script("soak", "--quick", "--no-code", "--calls", "400", "--pages", "15")
     check_soak(result, 400)
     assert result["samples"][-1]["children"] == 0
 
@@ -89,7 +89,7 @@ def test_soak_short_memory_only() -> None:
 @requires_codegraph
 def test_soak_short_with_codegraph() -> None:
     """The ~1,000-call soak with CodeGraph: right answers, one child throughout, none left."""
-    result = run_script("soak.py", "--quick", "--pages", "20")
+    result = run_script("soak", "--quick", "--pages", "20")
     check_soak(result, 1000)
     assert verdict(result, "CodeGraph child")["pass"]
     assert result["checks"].get("ok_code", 0) > 0 and result["checks"].get("ok_all", 0) > 0
@@ -107,7 +107,7 @@ def check_matrix(result: dict[str, Any], cases: list[str]) -> None:
 def test_fault_matrix_reduced_lwc_faults() -> None:
     """LWC_FAULTS on either plane in mode all: only that plane fails, the next call recovers."""
     cases = ["memory:hang", "memory:crash", "memory:garbage", "code:raise", "code:crash"]
-    result = run_script("fault_matrix.py", "--quick", "--no-code", "--cases", ",".join(cases))
+    result = run_script("fault-matrix", "--quick", "--no-code", "--cases", ",".join(cases))
     check_matrix(result, cases)
 
 
@@ -116,7 +116,7 @@ def test_fault_matrix_reduced_lwc_faults() -> None:
 def test_fault_matrix_child_signals() -> None:
     """SIGKILL / SIGSTOP of the real CodeGraph child mid-call: codegraph error, fresh child."""
     cases = ["sigkill", "sigstop"]
-    result = run_script("fault_matrix.py", "--quick", "--cases", ",".join(cases))
+    result = run_script("fault-matrix", "--quick", "--cases", ",".join(cases))
     check_matrix(result, cases)
     for row in result["rows"]:
         assert row["children_after"] == 1
@@ -134,7 +134,7 @@ def check_shutdown(result: dict[str, Any], rows: int) -> None:
 def test_shutdown_without_child() -> None:
     """stdin EOF and SIGTERM with 0, 10 and 100 calls in flight: answers due are delivered."""
     result = run_script(
-        "bench_shutdown.py", "--quick", "--no-code", "--in-flight", "0,10,100", "--pages", "10"
+        "shutdown", "--quick", "--no-code", "--in-flight", "0,10,100", "--pages", "10"
     )
     check_shutdown(result, 6)
 
@@ -144,7 +144,7 @@ def test_shutdown_without_child() -> None:
 def test_shutdown_with_live_child() -> None:
     """The same with a live CodeGraph child: it is killed and reaped, the answers delivered."""
     result = run_script(
-        "bench_shutdown.py", "--quick", "--children", "live", "--in-flight", "0,10", "--pages", "10"
+        "shutdown", "--quick", "--children", "live", "--in-flight", "0,10", "--pages", "10"
     )
     check_shutdown(result, 4)
     assert all(row["codegraph_child"] for row in result["rows"])

@@ -14,14 +14,15 @@ not for the target, it also times lwc calls with nothing to search (`scope: "glo
 global Wiki): the transport, every actor and both thread trips, without the SQLite search.
 Each client is one keep-alive HTTP/1.1 connection sending its requests one after another; every
 request carries the same headers (JSON content type, `Accept: application/json,
-text/event-stream`, `MCP-Protocol-Version: 2025-11-25`). The load generator is this script: one
-Trio thread and h11, identical for both servers, so compare the two columns rather than reading
-the absolute numbers as server capacity. Only loopback traffic; every loop is bounded by a
-request count and every wait by IO_TIMEOUT.
+text/event-stream`, `MCP-Protocol-Version: 2025-11-25`). The load generator is this scenario:
+one Trio thread and the harness's h11 client (`benchmarks.http.HttpConnection`), identical for
+both servers, so compare the two columns rather than reading the absolute numbers as server
+capacity. Only loopback traffic; every loop is bounded by a request count and every wait by
+IO_TIMEOUT.
 
-    python scripts/bench_http.py            # the full run recorded in docs/benchmarks.md
-    python scripts/bench_http.py --quick    # a few seconds, same code paths
-    python scripts/bench_http.py --json     # machine-readable results on stdout
+    scripts/bench http            # the full run recorded in docs/benchmarks.md
+    scripts/bench http --quick    # a few seconds, same code paths
+    scripts/bench http --json     # machine-readable results on stdout
 
 Target (issue 5): at least the SDK server's throughput at every concurrency level.
 Exit status: 0 when the run completed (`--check` makes a missed target exit 1), 1 when a
@@ -36,24 +37,28 @@ import os
 import platform
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import h11
 import trio
 
-PROTOCOL_VERSION: Final = "2025-11-25"
+from benchmarks.fixtures import SMALL_QUERY, private_env, small_wiki
+from benchmarks.http import HttpConnection, start_http_server
+from benchmarks.scenarios.peers import SDK_HTTP_SERVER
+from benchmarks.stats import median, percentile
+from benchmarks.stdio import ServerGone
+from benchmarks.table import loadavg, markdown_table
+
 IO_TIMEOUT: Final = 60.0
 """Longest wait for a server to start, stop, or answer any single request."""
 LEVELS: Final = (1, 8, 32)
-QUERY: Final = "login tokens"
+QUERY: Final = SMALL_QUERY
 
 
 @dataclass(frozen=True)
@@ -68,35 +73,8 @@ FULL: Final = Plan(requests=4000, warmup=20)
 QUICK: Final = Plan(requests=320, warmup=3)
 
 
-class BenchError(Exception):
-    """A server did not behave; the run is void."""
-
-
-SDK_SERVER: Final = '''\
-"""The mcp SDK's own streamable HTTP server, stateless JSON mode, one echo tool (bench_http.py)."""
-import sys
-
-from mcp.server import MCPServer
-
-mcp = MCPServer("echo", log_level="WARNING")
-
-
-@mcp.tool()
-def echo(text: str) -> str:
-    """Return the text unchanged."""
-    return text
-
-
-if __name__ == "__main__":
-    mcp.run(
-        "streamable-http",
-        host="127.0.0.1",
-        port=int(sys.argv[1]),
-        streamable_http_path="/mcp",
-        stateless_http=True,
-        json_response=True,
-    )
-'''
+BenchError = ServerGone
+"""A server did not behave; the run is void."""
 
 
 @dataclass
@@ -123,44 +101,10 @@ def _free_port() -> int:
         return port
 
 
-def _setup_workspace(root: Path, env: dict[str, str]) -> Path:
-    """A workspace with an initialized Wiki and one Page the query finds."""
-    workspace = root / "ws"
-    workspace.mkdir()
-    page = root / "auth.md"
-    page.write_text(
-        "# Auth flow\n\nLogin uses short-lived access tokens; refresh tokens rotate on use.\n"
-    )
-    lwc = [sys.executable, "-m", "lwc_trio"]
-    put = ["page", "put", "auth-flow", "--title", "Auth flow", "--file", str(page)]
-    for argv in ([*lwc, "init"], [*lwc, *put, "--summary", "How login and tokens work"]):
-        done = subprocess.run(
-            argv, cwd=workspace, env=env, capture_output=True, timeout=IO_TIMEOUT, check=False
-        )
-        if done.returncode != 0:
-            raise BenchError(f"{' '.join(argv[3:5])} failed: {done.stderr.decode()[-500:]}")
-    return workspace
-
-
-def _start_lwc(workspace: Path, env: dict[str, str], errlog: Path) -> Target:
+def _start_lwc(workspace: Path, env: dict[str, str]) -> Target:
     argv = [sys.executable, "-m", "lwc_trio", "serve", "--mcp", "--transport", "http"]
     argv += ["--http-listen", "127.0.0.1:0", "--path", str(workspace)]
-    err = errlog.open("w+b")
-    proc = subprocess.Popen(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
-    )
-    deadline = time.monotonic() + IO_TIMEOUT
-    url = ""
-    while not url:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise BenchError(f"lwc did not start: {errlog.read_text()[-500:]}")
-        time.sleep(0.05)
-        for line in errlog.read_text().splitlines():
-            if line.startswith("lwc: listening on "):
-                url = line.removeprefix("lwc: listening on ")
-    host_port = url.removeprefix("http://").split("/", 1)[0]
-    port = int(host_port.rsplit(":", 1)[1])
+    proc, host, port, _errfd, _path = start_http_server(argv, env)
 
     def check(result: dict[str, Any]) -> None:
         memory = result.get("structuredContent", {}).get("memory", {})
@@ -175,7 +119,7 @@ def _start_lwc(workspace: Path, env: dict[str, str], errlog: Path) -> Target:
     return Target(
         "lwc",
         "lwc (memory-mode lwc_explore)",
-        "127.0.0.1",
+        host,
         port,
         "/",
         {"name": "lwc_explore", "arguments": arguments},
@@ -187,7 +131,7 @@ def _start_lwc(workspace: Path, env: dict[str, str], errlog: Path) -> Target:
 
 def _start_sdk(root: Path, env: dict[str, str], errlog: Path) -> Target:
     script = root / "sdk_http_echo_server.py"
-    script.write_text(SDK_SERVER)
+    script.write_text(SDK_HTTP_SERVER)
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, str(script), str(port)],
@@ -231,49 +175,16 @@ def _stop(target: Target) -> int:
 
 
 class Client:
-    """One keep-alive HTTP/1.1 connection, one request at a time."""
+    """One keep-alive connection (the harness's HttpConnection) that checks every answer."""
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.stream: trio.SocketStream | None = None
-        self.conn = h11.Connection(h11.CLIENT)
-        self.headers = [
-            ("host", f"{target.host}:{target.port}"),
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", PROTOCOL_VERSION),
-        ]
+        self.http = HttpConnection(target.host, target.port, target.path)
 
     async def post(self, message: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps(message, separators=(",", ":")).encode()
-        headers = [*self.headers, ("content-length", str(len(body)))]
-        data = self.conn.send(h11.Request(method="POST", target=self.target.path, headers=headers))
-        data += self.conn.send(h11.Data(data=body)) + self.conn.send(h11.EndOfMessage())
         with trio.fail_after(IO_TIMEOUT):
-            if self.stream is None:
-                self.stream = await trio.open_tcp_stream(self.target.host, self.target.port)
-            await self.stream.send_all(data)
-            status, chunks = 0, []
-            while True:
-                event = self.conn.next_event()
-                if event is h11.NEED_DATA:
-                    self.conn.receive_data(await self.stream.receive_some(65536))
-                elif isinstance(event, h11.Response):
-                    status = event.status_code
-                elif isinstance(event, h11.Data):
-                    chunks.append(event.data)
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                elif isinstance(event, h11.ConnectionClosed):
-                    raise BenchError(f"{self.target.key}: connection closed mid-answer")
-        if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is h11.MUST_CLOSE:
-            # The server recycles keep-alive connections now and then (hypercorn: every
-            # 1000 requests); a real client reconnects, and so does this one.
-            await self.aclose()
-            self.conn = h11.Connection(h11.CLIENT)
-        else:
-            self.conn.start_next_cycle()
-        answer = b"".join(chunks)
+            status, answer = await self.http.post(body)
         if status != 200:
             raise BenchError(f"{self.target.key}: HTTP {status}: {answer[:300]!r}")
         reply: dict[str, Any] = json.loads(answer)
@@ -283,9 +194,7 @@ class Client:
         return result
 
     async def aclose(self) -> None:
-        if self.stream is not None:
-            await self.stream.aclose()
-            self.stream = None
+        await self.http.aclose()
 
 
 @dataclass
@@ -294,12 +203,10 @@ class Sample:
     wall_s: float = 0.0
 
     def summary(self) -> dict[str, float]:
-        ordered = sorted(self.latencies_ms)
-        p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
         return {
-            "rps": len(ordered) / self.wall_s,
-            "median_ms": statistics.median(ordered),
-            "p99_ms": p99,
+            "rps": len(self.latencies_ms) / self.wall_s,
+            "median_ms": median(self.latencies_ms),
+            "p99_ms": percentile(self.latencies_ms, 0.99),
         }
 
 
@@ -376,68 +283,69 @@ async def _run_all(targets: list[Target], plan: Plan) -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 
 
-def _report(results: dict[str, Any], plan: Plan) -> tuple[str, bool]:
-    lines = [
-        f"bench_http: {plan.requests} requests per cell; python {platform.python_version()}, "
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
-        "",
-        "| workload | clients | lwc rps | SDK rps | lwc/SDK | lwc median / p99 ms "
-        "| SDK median / p99 ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+def _row(label: str, clients: int, lwc: dict[str, float], sdk: dict[str, float]) -> list[str]:
+    return [
+        label,
+        str(clients),
+        f"{lwc['rps']:.0f}",
+        f"{sdk['rps']:.0f}",
+        f"{lwc['rps'] / sdk['rps']:.2f}",
+        f"{lwc['median_ms']:.2f} / {lwc['p99_ms']:.2f}",
+        f"{sdk['median_ms']:.2f} / {sdk['p99_ms']:.2f}",
     ]
+
+
+def _report(results: dict[str, Any], plan: Plan) -> tuple[str, bool]:
     met = True
+    rows = []
     for workload in ("ping", "call"):
         for clients in LEVELS:
             key = f"{workload}@{clients}"
             lwc, sdk = results["lwc"][key], results["sdk"][key]
-            ratio = lwc["rps"] / sdk["rps"]
-            met = met and ratio >= 1.0
-            lines.append(
-                f"| {workload} | {clients} | {lwc['rps']:.0f} | {sdk['rps']:.0f} | {ratio:.2f} "
-                f"| {lwc['median_ms']:.2f} / {lwc['p99_ms']:.2f} "
-                f"| {sdk['median_ms']:.2f} / {sdk['p99_ms']:.2f} |"
-            )
+            met = met and lwc["rps"] / sdk["rps"] >= 1.0
+            rows.append(_row(workload, clients, lwc, sdk))
     for clients in LEVELS:
         # Not part of the target: lwc's floor for a valid call, against the SDK's echo call.
         lwc, sdk = results["lwc"][f"bare@{clients}"], results["sdk"][f"call@{clients}"]
-        lines.append(
-            f"| call, nothing to search | {clients} | {lwc['rps']:.0f} | {sdk['rps']:.0f} "
-            f"| {lwc['rps'] / sdk['rps']:.2f} | {lwc['median_ms']:.2f} / {lwc['p99_ms']:.2f} "
-            f"| {sdk['median_ms']:.2f} / {sdk['p99_ms']:.2f} |"
-        )
-    lines += ["", f"target (lwc rps >= SDK rps at every level): {'MET' if met else 'MISSED'}"]
+        rows.append(_row("call, nothing to search", clients, lwc, sdk))
+    headers = ["workload", "clients", "lwc rps", "SDK rps", "lwc/SDK"]
+    headers += ["lwc median / p99 ms", "SDK median / p99 ms"]
+    lines = [
+        f"bench http: {plan.requests} requests per cell; python {platform.python_version()}, "
+        f"{platform.system()} {platform.machine()}, {len(os.sched_getaffinity(0))} CPUs, "
+        f"load {loadavg()}",
+        "",
+        markdown_table(headers, rows, align="lrrrrrr"),
+        "",
+        f"target (lwc rps >= SDK rps at every level): {'MET' if met else 'MISSED'}",
+    ]
     return "\n".join(lines), met
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a few seconds, same code paths")
     parser.add_argument("--json", action="store_true", help="results as JSON on stdout")
     parser.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
-    repo = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="bench_http.") as tmp:
         root = Path(tmp)
         (root / "home").mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root / "home"),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])),
-        }
+        env = private_env(root / "home")
         targets: list[Target] = []
         try:
-            workspace = _setup_workspace(root, env)
-            targets.append(_start_lwc(workspace, env, root / "lwc.err"))
+            workspace = small_wiki(root, env, IO_TIMEOUT)
+            targets.append(_start_lwc(workspace, env))
             targets.append(_start_sdk(root, env, root / "sdk.err"))
             results = trio.run(_run_all, targets, plan)
-        except BenchError as exc:
-            print(f"bench_http: {exc}", file=sys.stderr)
+        except (BenchError, RuntimeError) as exc:
+            print(f"bench http: {exc}", file=sys.stderr)
             return 1
         finally:
             codes = {target.key: _stop(target) for target in targets if target.proc is not None}
         if codes.get("lwc") != 0:
-            print(f"bench_http: lwc exited {codes.get('lwc')} on SIGINT", file=sys.stderr)
+            print(f"bench http: lwc exited {codes.get('lwc')} on SIGINT", file=sys.stderr)
             return 1
     text, met = _report(results, plan)
     if args.json:
@@ -445,7 +353,3 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(text)
     return 1 if args.check and not met else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

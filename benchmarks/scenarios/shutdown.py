@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """Shutdown benchmark: stdin EOF / SIGTERM → process exit, with requests in flight (issue 7).
 
-    python scripts/bench_shutdown.py [--quick] [--json] [--repeat N] [--binary PATH | --no-code]
+    scripts/bench shutdown [--quick] [--json] [--repeat N] [--binary PATH | --no-code]
                                      [--in-flight 0,10,100] [--triggers eof,sigterm]
                                      [--children none,live] [--keep]
 
-Set-up as in `soak.py` (same fixture code): a project Wiki written with `lwc page put` and the
-CodeGraph index of a copy of the `lwc_trio` sources. Each measurement starts a fresh
-`python -m lwc_trio serve --mcp --path WS` with `LWC_FAULTS=memory=delay:0.5` (every memory
-call answers after 0.5 s, so calls stay in flight) and:
+Set-up as in the soak (the same `benchmarks.fixtures.Fixture`): a project Wiki written with
+`lwc page put` and the CodeGraph index of a copy of the `lwc_trio` sources. Each measurement
+starts a fresh `python -m lwc_trio serve --mcp --path WS` with `LWC_FAULTS=memory=delay:0.5`
+(every memory call answers after 0.5 s, so calls stay in flight) and:
 
 * "with child": first one `lwc_explore` call in mode `code` (answered before the clock starts),
   so a live CodeGraph child is there, found via /proc (ppid == server pid);
@@ -34,10 +33,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -47,9 +44,12 @@ from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import soak
+from benchmarks import procstats
+from benchmarks.fixtures import WORDS, Fixture, Log, find_binary
+from benchmarks.messages import encode, initialize, key_of, ping, tool_call
+from benchmarks.stats import median, ms
+from benchmarks.stdio import StdioClient
+from benchmarks.table import loadavg, markdown_table
 
 DELAY = 0.5
 GRACE = 2.0
@@ -64,53 +64,51 @@ def must_deliver(n: int) -> int:
     return min(n, rounds * IN_FLIGHT_BOUND)
 
 
-async def one_run(
-    fx: soak.Fixture, trigger: str, n: int, with_child: bool, seq: int
-) -> dict[str, Any]:
+async def one_run(fx: Fixture, trigger: str, n: int, with_child: bool, seq: int) -> dict[str, Any]:
     env = dict(fx.env, LWC_FAULTS=f"memory=delay:{DELAY:g}")
     run: dict[str, Any] = {"problems": []}
     problems: list[str] = run["problems"]
     async with trio.open_nursery() as nursery:
-        client = await soak.StdioClient.start(nursery, fx.serve_argv(), env, fx.ws)
+        client = await StdioClient.start(nursery, fx.serve_argv(), env, fx.ws)
         try:
-            await client.request(soak.initialize(0))
+            await client.request(initialize(0))
             pgids: set[int] = set()
             if with_child:
                 code_args = {"query": "kill the child", "projectPath": str(fx.ws), "mode": "code"}
-                response, _ = await client.request(soak.tool_call(1, code_args))
+                response, _ = await client.request(tool_call(1, code_args))
                 cg = response["result"]["structuredContent"]["codeGraph"]
                 if cg.get("state") != "ready":
                     problems.append(f"code call not ready: {str(cg)[:200]}")
-                pgids = {c["pid"] for c in soak.codegraph_children(client.pid)}
+                pgids = {c["pid"] for c in procstats.codegraph_children(client.pid)}
                 if len(pgids) != 1:
                     problems.append(f"{len(pgids)} CodeGraph children before the trigger")
-            elif soak.children_of(client.pid):
+            elif procstats.children_of(client.pid):
                 problems.append("a child process without any code call")
             queries = {}
             lines = []
             for i in range(n):
                 rid = 1000 + i
-                queries[rid] = f"{soak.WORDS[(seq + i) % len(soak.WORDS)]} shutdown {i}"
+                queries[rid] = f"{WORDS[(seq + i) % len(WORDS)]} shutdown {i}"
                 args = {"query": queries[rid], "projectPath": str(fx.ws)}
-                lines.append(soak.encode(soak.tool_call(rid, args)))
+                lines.append(encode(tool_call(rid, args)))
             # A ping after the calls: the reader answers it in order, so once its answer is
             # back every call has been read (running, or queued beyond the in-flight bound).
-            lines.append(soak.encode(soak.ping(999)))
+            lines.append(encode(ping(999)))
             barrier = client.expect(999)
             await client.send_raw(b"".join(lines))
             await client.wait_slot(barrier)
             if trigger == "eof":
                 await client.close_input()
             else:
-                client.process.send_signal(signal.SIGTERM)
+                client.proc.send_signal(signal.SIGTERM)
             t0 = time.perf_counter()
             with trio.fail_after(30):
-                code = await client.process.wait()
-            run["exit_ms"] = soak.ms(time.perf_counter() - t0)
+                code = await client.wait()
+            run["exit_ms"] = ms(time.perf_counter() - t0)
             run["exit_code"] = code
             with trio.fail_after(10):
                 await client.eof.wait()
-            left = await soak.groups_after_exit(pgids)
+            left = await procstats.groups_after_exit(pgids)
             run["left_live"] = left["live"]
             run["group_gone_s"] = left["gone_s"]
             if code != 0:
@@ -119,18 +117,17 @@ async def one_run(
                 problems.append(f"CodeGraph processes left: {left}")
             delivered = 0
             for message in client.unclaimed:
-                rid = message.get("id")
+                answered = message.get("id")
                 sc = message.get("result", {}).get("structuredContent", {})
-                if rid not in queries or client.seen[soak.key_of(rid)] != 1:
+                if answered not in queries or client.seen[key_of(answered)] != 1:
                     problems.append(f"unexpected answer {str(message)[:200]}")
-                elif sc.get("query") != queries[rid] or sc["memory"].get("state") != "ready":
-                    problems.append(f"wrong answer for {rid}: {str(sc)[:200]}")
+                elif sc.get("query") != queries[answered] or sc["memory"].get("state") != "ready":
+                    problems.append(f"wrong answer for {answered}: {str(sc)[:200]}")
                 else:
                     delivered += 1
             run["delivered"] = delivered
             if delivered < must_deliver(n):
                 problems.append(f"only {delivered} of {n} answers (≥ {must_deliver(n)} due)")
-            await trio.sleep(0.05)  # the stderr reader's last chunk
             stray = [
                 ln
                 for ln in bytes(client.stderr).splitlines()
@@ -145,12 +142,12 @@ async def one_run(
 
 
 async def bench(
-    fx: soak.Fixture,
+    fx: Fixture,
     triggers: Sequence[str],
     counts: Sequence[int],
     children: Sequence[bool],
     repeat: int,
-    log: Any,
+    log: Log | None,
 ) -> list[dict[str, Any]]:
     rows = []
     seq = 0
@@ -168,7 +165,7 @@ async def bench(
                     "in_flight": n,
                     "codegraph_child": with_child,
                     "runs": len(runs),
-                    "exit_ms_median": round(statistics.median(times), 1),
+                    "exit_ms_median": round(median(times), 1),
                     "exit_ms_max": round(max(times), 1),
                     "target_ms": limit,
                     "delivered": sorted({r.get("delivered", 0) for r in runs}),
@@ -222,7 +219,7 @@ def print_report(result: dict[str, Any]) -> None:
         ]
         for r in result["rows"]
     ]
-    print(soak.markdown_table(headers, rows))
+    print(markdown_table(headers, rows))
     for r in result["rows"]:
         for problem in r["problems"][:3]:
             print(f"  {r['trigger']} n={r['in_flight']} child={r['codegraph_child']}: {problem}")
@@ -256,7 +253,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    binary = None if args.no_code else soak.find_binary(args.binary)
+    binary = None if args.no_code else find_binary(args.binary)
     if not args.no_code and binary is None:
         print("bench_shutdown: no CodeGraph binary (--binary, LWC_CODEGRAPH_BINARY); --no-code")
         return 2
@@ -279,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     root = Path(tempfile.mkdtemp(prefix="lwc-shutdown-"))
     try:
-        fx = soak.Fixture(root, binary, args.source)
+        fx = Fixture(root, binary, args.source)
         try:
             fx.build(args.pages, args.seed, log)
         except (RuntimeError, OSError) as exc:
@@ -296,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grace_s": GRACE,
         "repeat": args.repeat,
         "codegraph": binary is not None,
-        "loadavg": " / ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "loadavg": loadavg(),
         "rows": rows,
         "behaviour_pass": all(r["behaviour_ok"] for r in rows),
         "pass": all(r["pass"] for r in rows),

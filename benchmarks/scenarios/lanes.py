@@ -12,20 +12,21 @@ for a no-op job and for a job of about 50 µs of Python, (1) one call at a time 
 the event loop thread's own CPU per call, `time.thread_time()`), and (2) 200 calls started at
 once (wall time until all are back), with N = 1 and 4 threads.
 
-    python scripts/bench_lanes.py            # the run recorded in docs/benchmarks.md
-    python scripts/bench_lanes.py --quick    # a second or two
+    scripts/bench lanes            # the run recorded in docs/benchmarks.md
+    scripts/bench lanes --quick    # a second or two
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 import trio
 
+from benchmarks.stats import median
+from benchmarks.table import loadavg, markdown_table
 from lwc_trio.actors.lanes import ThreadLane
 
 BURST: Final = 200
@@ -81,34 +82,37 @@ async def _burst(run: Runner, fn: Callable[[], int], bursts: int) -> float:
             for _ in range(BURST):
                 nursery.start_soon(run, fn)
         times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return median(times)
 
 
-async def main(calls: int, bursts: int) -> None:
+async def run(calls: int, bursts: int) -> None:
     rows = []
     for threads in (1, 4):
         runners, lane = _runners(threads)
         try:
             for job in (noop, work):
-                for name, run in runners.items():
+                for name, runner in runners.items():
                     if name == "inline" and threads != 1:
                         continue
-                    latency, cpu = await _sequential(run, job, calls)
-                    burst = await _burst(run, job, bursts)
+                    latency, cpu = await _sequential(runner, job, calls)
+                    burst = await _burst(runner, job, bursts)
                     label = name if name == "inline" else f"{name}, {threads} thread(s)"
-                    rows.append((job.__name__, label, latency, cpu, burst))
+                    rows.append(
+                        (job.__name__, label, f"{latency:.1f}", f"{cpu:.1f}", f"{burst:.1f}")
+                    )
         finally:
             lane.close()
     print(f"one call at a time: {calls} calls; bursts: median of {bursts} × {BURST} calls")
     print()
-    print("| job | how | latency µs | loop-thread CPU µs | 200-call burst ms |")
-    print("| --- | --- | ---: | ---: | ---: |")
-    for job_name, label, latency, cpu, burst in rows:
-        print(f"| {job_name} | {label} | {latency:.1f} | {cpu:.1f} | {burst:.1f} |")
+    headers = ["job", "how", "latency µs", "loop-thread CPU µs", "200-call burst ms"]
+    print(markdown_table(headers, rows, align="llrrr"))
+    print()
+    print(f"load average at the end: {loadavg()}")
 
 
-if __name__ == "__main__":
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a second or two")
-    args = parser.parse_args()
-    trio.run(main, 300 if args.quick else 3000, 2 if args.quick else 9)
+    args = parser.parse_args(argv)
+    trio.run(run, 300 if args.quick else 3000, 2 if args.quick else 9)
+    return 0

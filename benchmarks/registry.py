@@ -1,0 +1,53 @@
+"""The scenarios by name: what `scripts/bench NAME` (`python -m benchmarks NAME`) runs.
+
+To add a scenario, write `benchmarks/scenarios/MODULE.py` with a docstring that says what it
+measures against which same-run baseline, and `main(argv: Sequence[str] | None) -> int`
+(argparse over `argv`; exit 0 when it ran and passed, 1 when a target or check failed, 2 on
+a set-up error), then add one `Scenario` line to `SCENARIOS` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import attrs
+
+Main = Callable[[Sequence[str] | None], int]
+
+
+@attrs.frozen
+class Scenario:
+    name: str
+    """What `scripts/bench NAME` takes."""
+    module: str
+    """Module under `benchmarks.scenarios` with the `main(argv) -> int`."""
+    summary: str
+    """One line for `scripts/bench --list`: what it measures, against what."""
+
+    def main(self) -> Main:
+        module = importlib.import_module(f"benchmarks.scenarios.{self.module}")
+        main: Main = module.main
+        return main
+
+
+SCENARIOS: Final = (
+    Scenario(
+        "transport", "transport", "stdio: lwc vs the mcp SDK's MCPServer and a bare Trio loop"
+    ),
+    Scenario("http", "http", "streamable HTTP: lwc vs the mcp SDK's server, 1/8/32 clients"),
+    Scenario(
+        "memory", "memory", "memory plane: write rate, e2e latency vs the raw FTS5 floor, RSS"
+    ),
+    Scenario("code", "code", "code plane: lwc code mode vs `codegraph serve` direct"),
+    Scenario("lanes", "lanes", "thread round trips: ThreadLane vs trio.to_thread vs inline"),
+    Scenario("soak", "soak", "long mixed workload on one server: leaks, correctness, clean exit"),
+    Scenario("fault-matrix", "fault_matrix", "every injected/real fault in mode all vs baseline"),
+    Scenario("shutdown", "shutdown", "stdin EOF / SIGTERM to exit with calls in flight"),
+)
+
+
+def find(name: str) -> Scenario | None:
+    """The scenario called `name` (None when there is none)."""
+    return next((s for s in SCENARIOS if s.name == name), None)

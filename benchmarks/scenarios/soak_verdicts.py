@@ -1,0 +1,123 @@
+"""The soak's verdicts: resource growth, leaks, the CodeGraph child, correctness, exit."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from benchmarks.scenarios.soak_workload import Soak
+
+RSS_LIMIT_MB: Final = 10.0
+FD_TOLERANCE: Final = 2
+THREAD_TOLERANCE: Final = 2
+
+
+def thread_ceiling() -> int:
+    """1 main thread + the memory plane's and the authorizer's worker-thread limits."""
+    from lwc_trio.actors.authorizer import THREADS  # from --source when given (see main)
+    from lwc_trio.actors.planes import MEMORY_THREADS
+
+    return 1 + MEMORY_THREADS + THREADS
+
+
+# -- verdicts --------------------------------------------------------------------------------
+
+
+def verdicts(
+    samples: list[dict[str, Any]], warmup_calls: int, soak: Soak, exit_info: dict[str, Any]
+) -> list[dict[str, Any]]:
+    warm_idx = next(
+        (i for i, s in enumerate(samples) if s["calls"] >= warmup_calls), len(samples) - 1
+    )
+    warm = samples[warm_idx]
+    after = samples[warm_idx:]
+    out = []
+    growth = after[-1]["rss_mb"] - warm["rss_mb"]
+    peak = max(s["rss_mb"] for s in after) - warm["rss_mb"]
+    # A leak keeps growing; a warm-up plateau does not: show the second half on its own.
+    second_half = after[-1]["rss_mb"] - after[len(after) // 2]["rss_mb"]
+    out.append(
+        {
+            "resource": "RSS",
+            "measured": f"{warm['rss_mb']:.1f} → {after[-1]['rss_mb']:.1f} MB "
+            f"(growth {growth:+.1f}, peak {peak:+.1f}, 2nd half {second_half:+.1f})",
+            "target": f"growth < {RSS_LIMIT_MB:g} MB after warm-up",
+            "pass": growth < RSS_LIMIT_MB,
+        }
+    )
+    fds = [s["fds"] for s in after]
+    warm_fds = max(s["fds"] for s in samples[1 : warm_idx + 1] or samples)
+    # Any of trio's worker threads may run a memory job and keep a pooled read connection per
+    # store, so until every thread has done so (a short run may not get there in its warm-up)
+    # descriptors can still step up by design: the ceiling allows one per thread and store.
+    # A leak is what keeps growing: the second half may not exceed the first.
+    fd_ceiling = warm_fds + FD_TOLERANCE + 2 * (thread_ceiling() - 1)
+    first_half, second_half = fds[: max(1, len(fds) // 2)], fds[len(fds) // 2 :]
+    out.append(
+        {
+            "resource": "open fds",
+            "measured": f"≤ {warm_fds} during warm-up, {min(fds)}–{max(fds)} after "
+            f"(1st half ≤ {max(first_half)}, 2nd half ≤ {max(second_half)})",
+            "target": f"≤ {fd_ceiling} (one pooled connection per thread and store); "
+            f"2nd half ≤ 1st half peak + {FD_TOLERANCE}",
+            "pass": max(fds) <= fd_ceiling and max(second_half) <= max(first_half) + FD_TOLERANCE,
+        }
+    )
+    warm_threads = max(s["threads"] for s in samples[: warm_idx + 1])
+    threads = [s["threads"] for s in after]
+    out.append(
+        {
+            "resource": "threads",
+            "measured": f"≤ {warm_threads} during warm-up, {min(threads)}–{max(threads)} after "
+            f"(design ceiling {thread_ceiling()})",
+            "target": f"≤ ceiling; 2nd half ≤ 1st half peak + {THREAD_TOLERANCE}",
+            "pass": max(threads) <= thread_ceiling()
+            and max(threads[len(threads) // 2 :])
+            <= max(threads[: max(1, len(threads) // 2)]) + THREAD_TOLERANCE,
+        }
+    )
+    if soak.fx.has_code:
+        first = soak.first_code_call or 0
+        cg = [s for s in samples if s["calls"] > first]
+        pids = {pid for s in cg for pid in s["codegraph_pids"]}
+        counts = sorted({s["codegraph"] for s in cg})
+        out.append(
+            {
+                "resource": "CodeGraph child",
+                "measured": f"count per sample {counts}, {len(pids)} distinct pid(s)",
+                "target": "exactly 1, same pid",
+                "pass": counts == [1] and len(pids) == 1,
+            }
+        )
+    zombies = max(s["zombies"] for s in samples)
+    out.append(
+        {
+            "resource": "zombies",
+            "measured": str(zombies),
+            "target": "0",
+            "pass": zombies == 0,
+        }
+    )
+    c = soak.checker
+    out.append(
+        {
+            "resource": "correctness",
+            "measured": f"{c.checked} responses checked, {c.error_count} failures",
+            "target": "0 failures",
+            "pass": c.error_count == 0,
+        }
+    )
+    gone = exit_info["gone_s"]
+    out.append(
+        {
+            "resource": "exit",
+            "measured": f"exit {exit_info['code']}, {exit_info['live']} live process(es) left, "
+            f"CodeGraph group gone after {'—' if gone is None else f'{gone:g} s'}, "
+            f"stderr {exit_info['stderr_bytes']} B",
+            "target": "0, none left, empty stderr",
+            "pass": exit_info["code"] == 0
+            and exit_info["live"] == 0
+            and gone is not None
+            and exit_info["stderr_bytes"] == 0,
+        }
+    )
+    return out
