@@ -1,10 +1,10 @@
 """Short soak, fault-matrix and shutdown runs against the real server (issue 7), as behaviour checks.
 
-Each test runs one of the issue-7 benchmark scenarios (`scripts/bench soak`, `fault-matrix`,
-`shutdown`; `benchmarks/scenarios/`) in its short form as a subprocess with `--json`, against a real
-`lwc serve --mcp` process and a real Wiki written with the CLI, and asserts only behaviour:
-every response correct, no leaked descriptors, zombies or CodeGraph processes, exit codes.
-Timings are measured by the scripts but never asserted here (CI machines are shared and
+Each test runs one of the issue-7 benchmark scenarios (`soak`, `fault-matrix`, `shutdown` in
+`benchmarks/scenarios/`, as `python -m benchmarks NAME`) in its short form as a subprocess with
+`--json`, against a real `lwc serve --mcp` process and a real Wiki written with the CLI, and
+asserts only behaviour: every response correct, no leaked descriptors, zombies or CodeGraph
+processes, exit codes. Timings are measured by the scenarios but never asserted here (CI machines are shared and
 noisy); the full runs and their timing verdicts are in docs/benchmarks.md.
 
 Parts that need the real CodeGraph runtime are skipped unless `LWC_TEST_CODEGRAPH_BINARY` names

@@ -1,8 +1,8 @@
 """Fault matrix: plane isolation under every injected and real fault, in mode `all` (issue 7).
 
     scripts/bench fault-matrix [--quick] [--json] [--binary PATH | --no-code]
-                                   [--cases LIST] [--baseline N] [--keep]
-                                   [--workspace DIR] [--lwc CMD] [--query TEXT]
+                               [--cases LIST] [--baseline N] [--keep]
+                               [--workspace DIR] [--lwc CMD] [--query TEXT]
 
 Set-up as in the soak (the same `benchmarks.fixtures.Fixture`): a temporary HOME and
 workspace, a project Wiki of `--pages` Pages written with `lwc page put`, and the CodeGraph

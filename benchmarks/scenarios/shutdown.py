@@ -1,8 +1,8 @@
 """Shutdown benchmark: stdin EOF / SIGTERM → process exit, with requests in flight (issue 7).
 
     scripts/bench shutdown [--quick] [--json] [--repeat N] [--binary PATH | --no-code]
-                                     [--in-flight 0,10,100] [--triggers eof,sigterm]
-                                     [--children none,live] [--keep]
+                           [--in-flight 0,10,100] [--triggers eof,sigterm]
+                           [--children none,live] [--keep]
 
 Set-up as in the soak (the same `benchmarks.fixtures.Fixture`): a project Wiki written with
 `lwc page put` and the CodeGraph index of a copy of the `lwc_trio` sources. Each measurement

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Soak: one real `lwc serve --mcp` process under a long, deterministic mixed workload (issue 7).
 
-    python scripts/soak.py [--calls N] [--sample-every N] [--quick] [--json]
-                           [--transport stdio|http] [--seed S] [--pages N] [--write-every K]
-                           [--binary PATH | --no-code] [--keep]
+    scripts/bench soak [--calls N] [--sample-every N] [--quick] [--json]
+                       [--transport stdio|http] [--seed S] [--pages N] [--write-every K]
+                       [--binary PATH | --no-code] [--keep] [--source DIR]
 
 Set-up (all with the real CLI, in a temporary directory with a private HOME): a workspace with
 a project Wiki (`python -m lwc_trio init`), `--pages` Pages written one by one with
@@ -52,9 +51,9 @@ killed).
 413, and a 503 `server_busy` (above the in-flight bound, SPEC §1.2) is retried during bursts;
 the server is stopped with SIGTERM instead of stdin EOF.
 
-Exit 0 when every verdict passes, 1 when one fails, 2 on a set-up error. The other scripts of
-issue 7 (`fault_matrix.py`, `bench_shutdown.py`) import the fixture, client and /proc helpers
-from this file.
+Exit 0 when every verdict passes, 1 when one fails, 2 on a set-up error. The workload is in
+`soak_workload.py`, the answer checks in `soak_checks.py`, the verdicts in `soak_verdicts.py`;
+the fixture, the clients and the /proc helpers are the harness's (`benchmarks/`).
 """
 
 from __future__ import annotations
