@@ -174,11 +174,14 @@ class StdioClient:
             self._fill(deadline)
         return line
 
-    def call(self, message: Message, within: float = RESPONSE_TIMEOUT) -> tuple[Message, float]:
+    def call(
+        self, message: Message, within: float = RESPONSE_TIMEOUT, *, skip_server: bool = False
+    ) -> tuple[Message, float]:
         """Send one request, block for its answer: (response, seconds from write to line).
 
-        Server requests and notifications are skipped; an answer with another id raises
-        ServerGone. `last_size` is then the answer line's length in bytes.
+        Any other line raises ServerGone, except, with `skip_server`, requests and
+        notifications from the server, which are skipped. `last_size` is then the answer
+        line's length in bytes.
         """
         data = encode(message)
         started = time.perf_counter()
@@ -186,11 +189,11 @@ class StdioClient:
         while True:
             line = self.read_line(started + within)
             took = time.perf_counter() - started
-            if not line.strip():
+            if skip_server and not line.strip():
                 continue
             reply: Message = json.loads(line)
-            if "method" in reply:
-                continue  # a request or notification from the server: none is expected
+            if skip_server and "method" in reply:
+                continue
             if key_of(reply.get("id")) != key_of(message["id"]):
                 raise ServerGone(f"{self.name}: answer to another id: {line[:300]!r}")
             self.last_size = len(line)
