@@ -87,7 +87,6 @@ class StdioClient:
     ) -> None:
         self.name = name
         err = tempfile.TemporaryFile()  # noqa: SIM115 (only its descriptor is kept)
-        self.spawned_at = time.perf_counter()
         self.proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -232,6 +231,8 @@ class StdioClient:
     def close_input_now(self) -> None:
         if self._stdin_open:
             self._stdin_open = False
+            with contextlib.suppress(RuntimeError):  # outside trio nobody can be waiting on it
+                trio.lowlevel.notify_closing(self.wfd)
             os.close(self.wfd)
 
     def close(self, within: float = 10.0, *, group: bool = False) -> int:
