@@ -9,14 +9,16 @@ of the user leaks into (or is touched by) a run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -234,3 +236,27 @@ def small_wiki(root: Path, env: dict[str, str], timeout: float = 60.0) -> Path:
     lwc_cli(["init"], env, workspace, timeout)
     lwc_cli([*put, "--summary", "How login and tokens work"], env, workspace, timeout)
     return workspace
+
+
+@contextlib.contextmanager
+def scratch(prefix: str, *, keep: bool = False, who: str = "bench") -> Iterator[Path]:
+    """A temporary directory for one run, removed afterwards unless `keep` (then its path is
+    printed to stderr)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield root
+    finally:
+        if keep:
+            print(f"{who}: kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def logger(tag: str, *, quiet: bool = False) -> Log:
+    """A progress logger writing `[tag] text` to stderr (nothing when `quiet`, e.g. --json)."""
+
+    def log(text: str) -> None:
+        if not quiet:
+            print(f"[{tag}] {text}", file=sys.stderr, flush=True)
+
+    return log

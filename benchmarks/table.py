@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,12 @@ def machine_line(m: dict[str, Any] | None = None) -> str:
         f"machine: {m['nproc']} CPUs ({m['cpu']}), Python {m['python']}, {m['platform']}; "
         f"load {m['loadavg']}; {versions}; {m['date']}"
     )
+
+
+def emit(result: dict[str, Any], as_json: bool, report: Callable[[dict[str, Any]], None]) -> int:
+    """Print `result` as JSON or as its human report; the exit code: 0 if it passed, else 1."""
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        report(result)
+    return 0 if result["pass"] else 1

@@ -37,16 +37,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sysconfig
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fixtures import lwc_argv
+from benchmarks.fixtures import lwc_argv, scratch
 from benchmarks.messages import INITIALIZED, encode
 from benchmarks.scenarios.code_corpus import SetupError, build_corpus, log
 from benchmarks.scenarios.code_report import TARGET_FIRST_MS, TARGET_WARM_MS, machine, markdown
@@ -304,8 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "corpora": [],
     }
     began = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="lwc-bench-code-"))
-    try:
+    with scratch("lwc-bench-code-", keep=args.keep, who="code") as tmp:
         for i, (name, source, skip) in enumerate(corpora):
             root = tmp / f"corpus{i}"
             try:
@@ -316,11 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"{name}: latency, {rounds} round(s) x {warm} warm calls per side")
             info["latency"] = bench_latency(root, binary, env, rounds, warm)
             report["corpora"].append(info)
-    finally:
-        if args.keep:
-            log(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     ok = all(
         c["latency"]["overhead"]["first_pass"] and c["latency"]["overhead"]["warm_pass"]
         for c in report["corpora"]

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Final
+
+from benchmarks.fixtures import lwc_cli
 
 INDEX_TIMEOUT: Final = 900.0
 
@@ -54,22 +54,12 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-def run_lwc_cli(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "lwc_trio", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SetupError(
-            f"lwc {' '.join(args)} failed ({done.returncode}): "
-            f"{done.stderr.decode(errors='replace').strip()[-500:]}"
-        )
-    return done.stdout.decode()
+def run_lwc_cli(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Any:
+    """`lwc ARGS`'s JSON output; SetupError when it fails."""
+    try:
+        return lwc_cli(args, env, cwd, timeout)
+    except RuntimeError as exc:
+        raise SetupError(str(exc)[-800:]) from exc
 
 
 def build_corpus(
@@ -83,7 +73,7 @@ def build_corpus(
     started = time.perf_counter()
     out = run_lwc_cli(["--scope", "project", "cg", "init", str(root)], root, env, INDEX_TIMEOUT)
     seconds = time.perf_counter() - started
-    index = json.loads(out)["index"]
+    index = out["index"]
     if index.get("state") != "ready":
         raise SetupError(f"{name}: index not ready: {out}")
     db = sqlite3.connect(f"file:{root / '.codegraph' / 'codegraph.db'}?mode=ro", uri=True)

@@ -49,11 +49,8 @@ Exit 0 when every case passes, 1 otherwise, 2 on a set-up error.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,7 +58,7 @@ from typing import Any
 
 import trio
 
-from benchmarks.fixtures import Fixture, Log, find_binary
+from benchmarks.fixtures import Fixture, Log, find_binary, logger, scratch
 from benchmarks.scenarios.fault_cases import (
     CHILD_CASES,
     CODE_TIMEOUT,
@@ -72,7 +69,7 @@ from benchmarks.scenarios.fault_cases import (
     all_cases,
     run_case,
 )
-from benchmarks.table import loadavg, markdown_table
+from benchmarks.table import emit, loadavg, markdown_table
 
 
 async def matrix(
@@ -176,9 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cases = [Case(n) for n in names]
 
-    def log(text: str) -> None:
-        if not args.json:
-            print(f"[faults] {text}", file=sys.stderr, flush=True)
+    log = logger("faults", quiet=args.json)
 
     lwc = shlex.split(args.lwc) if args.lwc else None
     started = time.perf_counter()
@@ -190,22 +185,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         own.lwc = lwc or own.lwc
         rows = trio.run(matrix, cases, own, args.baseline, args.query, log)
     else:
-        root = Path(tempfile.mkdtemp(prefix="lwc-faults-"))
-        try:
+        with scratch("lwc-faults-", keep=args.keep, who="fault-matrix") as root:
             fx = Fixture(root, binary, args.source)
             fx.lwc = lwc or fx.lwc
             try:
                 fx.build(args.pages, args.seed, log)
             except (RuntimeError, OSError) as exc:
-                print(f"fault_matrix: set-up failed: {exc}", file=sys.stderr)
+                print(f"fault-matrix: set-up failed: {exc}", file=sys.stderr)
                 return 2
             started = time.perf_counter()
             rows = trio.run(matrix, cases, fx, args.baseline, args.query, log)
-        finally:
-            if args.keep:
-                print(f"fault_matrix: kept {root}", file=sys.stderr)
-            else:
-                shutil.rmtree(root, ignore_errors=True)
     for case, row in zip(cases, rows, strict=True):
         row["case_healthy"] = case.healthy
     summary = {
@@ -229,12 +218,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         "behaviour_pass": all(r["behaviour_ok"] for r in rows),
         "pass": all(r["pass"] for r in rows),
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0 if result["pass"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return emit(result, args.json, print_report)

@@ -32,11 +32,8 @@ Exit 0 when every row passes, 1 otherwise, 2 on a set-up error.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,11 +42,11 @@ from typing import Any
 import trio
 
 from benchmarks import procstats
-from benchmarks.fixtures import WORDS, Fixture, Log, find_binary
+from benchmarks.fixtures import WORDS, Fixture, Log, find_binary, logger, scratch
 from benchmarks.messages import encode, initialize, key_of, ping, tool_call
 from benchmarks.stats import median, ms
 from benchmarks.stdio import StdioClient
-from benchmarks.table import loadavg, markdown_table
+from benchmarks.table import emit, loadavg, markdown_table
 
 DELAY = 0.5
 GRACE = 2.0
@@ -270,24 +267,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     children = [c == "live" for c in wanted if c == "none" or binary is not None]
 
-    def log(text: str) -> None:
-        if not args.json:
-            print(f"[shutdown] {text}", file=sys.stderr, flush=True)
+    log = logger("shutdown", quiet=args.json)
 
-    root = Path(tempfile.mkdtemp(prefix="lwc-shutdown-"))
-    try:
+    with scratch("lwc-shutdown-", keep=args.keep, who="shutdown") as root:
         fx = Fixture(root, binary, args.source)
         try:
             fx.build(args.pages, args.seed, log)
         except (RuntimeError, OSError) as exc:
-            print(f"bench_shutdown: set-up failed: {exc}", file=sys.stderr)
+            print(f"shutdown: set-up failed: {exc}", file=sys.stderr)
             return 2
         rows = trio.run(bench, fx, triggers, counts, children, args.repeat, log)
-    finally:
-        if args.keep:
-            print(f"bench_shutdown: kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     result = {
         "delay_s": DELAY,
         "grace_s": GRACE,
@@ -298,12 +287,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         "behaviour_pass": all(r["behaviour_ok"] for r in rows),
         "pass": all(r["pass"] for r in rows),
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0 if result["pass"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return emit(result, args.json, print_report)

@@ -59,11 +59,8 @@ the fixture, the clients and the /proc helpers are the harness's (`benchmarks/`)
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,14 +68,14 @@ from typing import Any
 
 import trio
 
-from benchmarks.fixtures import REPO, Fixture, Log, find_binary
+from benchmarks.fixtures import REPO, Fixture, Log, find_binary, logger, scratch
 from benchmarks.http import HttpServer
 from benchmarks.procstats import groups_after_exit
 from benchmarks.scenarios.soak_verdicts import verdicts
 from benchmarks.scenarios.soak_workload import Soak
 from benchmarks.stats import median, ms, percentile
 from benchmarks.stdio import StdioClient
-from benchmarks.table import loadavg, markdown_table
+from benchmarks.table import emit, loadavg, markdown_table
 
 
 async def soak_main(args: argparse.Namespace, fixture: Fixture, log: Log | None) -> dict[str, Any]:
@@ -237,15 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
 
-    def log(text: str) -> None:
-        if not args.json:
-            print(f"[soak] {text}", file=sys.stderr, flush=True)
+    log = logger("soak", quiet=args.json)
 
     if args.source is not None:
         args.source = args.source.resolve()
         sys.path.insert(0, str(args.source))
-    root = Path(tempfile.mkdtemp(prefix="lwc-soak-"))
-    try:
+    with scratch("lwc-soak-", keep=args.keep, who="soak") as root:
         fixture = Fixture(root, binary, args.source)
         try:
             fixture.build(args.pages, args.seed, log)
@@ -253,17 +247,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"soak: set-up failed: {exc}", file=sys.stderr)
             return 2
         result = trio.run(soak_main, args, fixture, log)
-    finally:
-        if args.keep:
-            print(f"soak: kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0 if result["pass"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return emit(result, args.json, print_report)
