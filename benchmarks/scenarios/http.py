@@ -35,141 +35,32 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import trio
 
-from benchmarks.fixtures import SMALL_QUERY, private_env, small_wiki
-from benchmarks.http import HttpConnection, start_http_server
-from benchmarks.scenarios.peers import SDK_HTTP_SERVER
+from benchmarks.fixtures import private_env, small_wiki
+from benchmarks.http import HttpConnection
+from benchmarks.scenarios.http_targets import (
+    FULL,
+    IO_TIMEOUT,
+    LEVELS,
+    QUICK,
+    BenchError,
+    Plan,
+    Target,
+    start_lwc,
+    start_sdk,
+    stop,
+)
 from benchmarks.stats import median, percentile
-from benchmarks.stdio import ServerGone
 from benchmarks.table import loadavg, markdown_table
-
-IO_TIMEOUT: Final = 60.0
-"""Longest wait for a server to start, stop, or answer any single request."""
-LEVELS: Final = (1, 8, 32)
-QUERY: Final = SMALL_QUERY
-
-
-@dataclass(frozen=True)
-class Plan:
-    requests: int
-    """Requests per (server, workload, level), split evenly over the clients."""
-    warmup: int
-    """Unrecorded requests per client before the clock starts."""
-
-
-FULL: Final = Plan(requests=4000, warmup=20)
-QUICK: Final = Plan(requests=320, warmup=3)
-
-
-BenchError = ServerGone
-"""A server did not behave; the run is void."""
-
-
-@dataclass
-class Target:
-    key: str
-    label: str
-    host: str
-    port: int
-    path: str
-    tool_call: dict[str, Any]
-    check_call: Callable[[dict[str, Any]], None]
-    proc: subprocess.Popen[bytes] | None = None
-    bare_call: dict[str, Any] | None = None
-    """lwc only: a valid call with nothing to search (diagnostic, not part of the target)."""
-
-
-# --------------------------------------------------------------------------- servers
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _start_lwc(workspace: Path, env: dict[str, str]) -> Target:
-    argv = [sys.executable, "-m", "lwc_trio", "serve", "--mcp", "--transport", "http"]
-    argv += ["--http-listen", "127.0.0.1:0", "--path", str(workspace)]
-    proc, host, port, _errfd, _path = start_http_server(argv, env)
-
-    def check(result: dict[str, Any]) -> None:
-        memory = result.get("structuredContent", {}).get("memory", {})
-        if result.get("isError") is not False or memory.get("state") != "ready":
-            raise BenchError(f"lwc: memory call failed: {json.dumps(result)[:300]}")
-        if not memory.get("results"):
-            raise BenchError(f"lwc: memory did not hit the Wiki: {json.dumps(memory)[:300]}")
-
-    arguments = {"query": QUERY, "projectPath": str(workspace), "mode": "memory"}
-    # The private HOME has no global Wiki: every actor and both thread trips, but no search.
-    bare = {**arguments, "scope": "global"}
-    return Target(
-        "lwc",
-        "lwc (memory-mode lwc_explore)",
-        host,
-        port,
-        "/",
-        {"name": "lwc_explore", "arguments": arguments},
-        check,
-        proc,
-        {"name": "lwc_explore", "arguments": bare},
-    )
-
-
-def _start_sdk(root: Path, env: dict[str, str], errlog: Path) -> Target:
-    script = root / "sdk_http_echo_server.py"
-    script.write_text(SDK_HTTP_SERVER)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(port)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=errlog.open("wb"),
-    )
-    deadline = time.monotonic() + IO_TIMEOUT
-    while True:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise BenchError(f"sdk did not start: {errlog.read_text()[-500:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-
-    def check(result: dict[str, Any]) -> None:
-        content = result.get("content") or [{}]
-        if result.get("isError") is not False or content[0].get("text") != QUERY:
-            raise BenchError(f"sdk: echo failed: {json.dumps(result)[:300]}")
-
-    call = {"name": "echo", "arguments": {"text": QUERY}}
-    return Target("sdk", "mcp SDK (echo tool)", "127.0.0.1", port, "/mcp", call, check, proc)
-
-
-def _stop(target: Target) -> int:
-    assert target.proc is not None
-    target.proc.send_signal(signal.SIGINT)
-    try:
-        return target.proc.wait(IO_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        target.proc.kill()
-        target.proc.wait()
-        return -9
-
 
 # --------------------------------------------------------------------------- the client
 
@@ -336,14 +227,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         targets: list[Target] = []
         try:
             workspace = small_wiki(root, env, IO_TIMEOUT)
-            targets.append(_start_lwc(workspace, env))
-            targets.append(_start_sdk(root, env, root / "sdk.err"))
+            targets.append(start_lwc(workspace, env))
+            targets.append(start_sdk(root, env, root / "sdk.err"))
             results = trio.run(_run_all, targets, plan)
         except (BenchError, RuntimeError) as exc:
             print(f"bench http: {exc}", file=sys.stderr)
             return 1
         finally:
-            codes = {target.key: _stop(target) for target in targets if target.proc is not None}
+            codes = {target.key: stop(target) for target in targets if target.proc is not None}
         if codes.get("lwc") != 0:
             print(f"bench http: lwc exited {codes.get('lwc')} on SIGINT", file=sys.stderr)
             return 1
