@@ -109,7 +109,7 @@ def test_definition_is_stable() -> None:
 
 
 def test_input_schema_shape() -> None:
-    """Closed object, required query and projectPath, optional fields typed [T, "null"]."""
+    """Closed object, required query and projectPath, every field one plain JSON type."""
     schema = input_schema()
     assert schema["type"] == "object"
     assert schema["additionalProperties"] is False
@@ -120,14 +120,14 @@ def test_input_schema_shape() -> None:
     assert (props["query"]["minLength"], props["query"]["maxLength"]) == (1, 10_000)
     assert props["projectPath"]["type"] == "string"
     assert props["projectPath"]["maxLength"] == 4_096
-    assert props["mode"]["type"] == ["string", "null"]
-    assert set(props["mode"]["enum"]) == {"memory", "code", "all", None}
+    assert props["mode"]["type"] == "string"
+    assert props["mode"]["enum"] == ["memory", "code", "all"]
     assert props["mode"]["default"] == "memory"
-    assert props["scope"]["type"] == ["string", "null"]
-    assert set(props["scope"]["enum"]) == {"project", "global", "all", None}
+    assert props["scope"]["type"] == "string"
+    assert props["scope"]["enum"] == ["project", "global", "all"]
     assert props["scope"]["default"] == "all"
     for field, default in (("maxDocuments", 8), ("maxFiles", 12)):
-        assert props[field]["type"] == ["integer", "null"]
+        assert props[field]["type"] == "integer"
         assert (props[field]["minimum"], props[field]["maximum"]) == (1, 20)
         assert props[field]["default"] == default
         assert "3.0 is not an integer" in props[field]["description"]
@@ -137,8 +137,6 @@ def test_input_schema_shape() -> None:
     "arguments",
     [
         {"query": "q", "projectPath": "/ws"},
-        {"query": "q", "projectPath": "/ws", "mode": None, "scope": None},
-        {"query": "q", "projectPath": "/ws", "maxDocuments": None, "maxFiles": None},
         {"query": "q", "projectPath": "/ws", "mode": "all", "scope": "global"},
         {"query": "q", "projectPath": "/ws", "maxDocuments": 1, "maxFiles": 20},
     ],
@@ -222,3 +220,38 @@ def test_output_schema_accepts_results_and_argument_errors(structured: dict[str,
 def test_output_schema_rejects_other_objects(structured: dict[str, Any]) -> None:
     """An object that is neither a result nor an argument error (or is both) is refused."""
     assert not OUTPUT.is_valid(structured)
+
+
+def _walk(schema: Any, path: str = "$") -> list[tuple[str, Any]]:
+    """Every (path, sub-schema) in `schema`, depth first."""
+    found = [(path, schema)]
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            found += _walk(value, f"{path}.{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found += _walk(value, f"{path}[{index}]")
+    return found
+
+
+@pytest.mark.parametrize("which", ["inputSchema", "outputSchema"])
+def test_schemas_use_plain_types(which: str) -> None:
+    """No ["T", "null"] union, no null in an enum anywhere (Gemini-backed hosts refuse them)."""
+    for path, node in _walk(tool_definition()[which]):
+        if isinstance(node, dict):
+            assert not isinstance(node.get("type"), list), path
+            assert None not in node.get("enum", []), path
+
+
+def test_input_schema_has_no_combinators() -> None:
+    """inputSchema has no oneOf/anyOf (hosts flatten or refuse them)."""
+    for path, node in _walk(input_schema()):
+        if isinstance(node, dict):
+            assert not {"oneOf", "anyOf", "allOf"} & set(node), path
+
+
+@pytest.mark.parametrize("field", ["mode", "scope", "maxDocuments", "maxFiles"])
+def test_explicit_null_is_still_omitted(field: str) -> None:
+    """A host that sends null for an optional field gets the default, not an error."""
+    args = validate({"query": "q", "projectPath": "/ws", field: None})
+    assert getattr(args, field) == getattr(ExploreArgs("q", "/ws"), field)

@@ -127,7 +127,9 @@ def build_result(
         is_error = not memory_ready
     else:
         is_error = not code_ready
-    out["timings"] = {"memoryMs": memory_ms, "codeMs": code_ms}
+    # Plain output types (SPEC §2): a plane that did not run has no timing key, not a null.
+    timings = {"memoryMs": memory_ms, "codeMs": code_ms}
+    out["timings"] = {key: value for key, value in timings.items() if value is not None}
     return out, is_error
 
 

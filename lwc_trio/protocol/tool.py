@@ -63,12 +63,14 @@ def _plane_schema(ready: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _nullable(kind: str) -> dict[str, Any]:
-    return {"type": [kind, "null"]}
-
-
 def input_schema() -> dict[str, Any]:
-    """JSON Schema of the arguments (SPEC §2)."""
+    """JSON Schema of the arguments (SPEC §2).
+
+    Every property has one plain JSON type: no `["T", "null"]` unions, no `null` in an enum, no
+    `oneOf`/`anyOf`. Gemini-backed hosts reject such unions and the Inspector's portability
+    check warns on them. The server still reads an explicit `null` as "omitted"
+    (`lwc_trio.protocol.arguments.validate`); the schema simply does not advertise it.
+    """
     return {
         "type": "object",
         "additionalProperties": False,
@@ -86,26 +88,26 @@ def input_schema() -> dict[str, Any]:
                 "description": "Absolute path of an existing directory inside the workspace.",
             },
             "mode": {
-                "type": ["string", "null"],
-                "enum": [*MODES, None],
+                "type": "string",
+                "enum": list(MODES),
                 "default": "memory",
                 "description": "memory (default), code, or all (both planes concurrently).",
             },
             "scope": {
-                "type": ["string", "null"],
-                "enum": [*SCOPES, None],
+                "type": "string",
+                "enum": list(SCOPES),
                 "default": "all",
                 "description": "Which Wiki stores to read: project, global or all (default).",
             },
             "maxDocuments": {
-                "type": ["integer", "null"],
+                "type": "integer",
                 "minimum": LIMIT_MIN,
                 "maximum": LIMIT_MAX,
                 "default": DEFAULT_MAX_DOCUMENTS,
                 "description": "Integer 1-20 (3.0 is not an integer); default 8.",
             },
             "maxFiles": {
-                "type": ["integer", "null"],
+                "type": "integer",
                 "minimum": LIMIT_MIN,
                 "maximum": LIMIT_MAX,
                 "default": DEFAULT_MAX_FILES,
@@ -148,13 +150,13 @@ def output_schema() -> dict[str, Any]:
             "memory": _plane_schema(memory_ready),
             "codeGraph": _plane_schema(code_ready),
             "partial": {"type": "boolean"},
+            # A plane that was not asked for has no timing: its key is left out, never null.
             "timings": {
                 "type": "object",
                 "properties": {
-                    "memoryMs": {"type": ["integer", "null"]},
-                    "codeMs": {"type": ["integer", "null"]},
+                    "memoryMs": {"type": "integer"},
+                    "codeMs": {"type": "integer"},
                 },
-                "required": ["memoryMs", "codeMs"],
             },
         },
         "required": ["query", "projectPath", "mode", "scope", "memory", "codeGraph", "timings"],
