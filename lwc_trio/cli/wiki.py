@@ -43,6 +43,8 @@ __all__ = ["register"]
 Handler = Callable[[argparse.Namespace], int]
 DEFAULT_SHOW_CHARS = 20_000
 SEARCH_LIMIT_MAX = 50
+# LWC 0.16 names its graph engines; lwc has one (SQLite), so either name simply enables it.
+GRAPH_ENABLED = ("enabled", "grafeo", "surrealdb")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -407,10 +409,11 @@ def _config_set(args: argparse.Namespace) -> int:
     if args.graph is None:
         raise UsageError("nothing to set; use --graph enabled|disabled")
     with Wiki(_require(scope)) as wiki:
-        changed = wiki.set_graph_enabled(args.graph == "enabled")
+        changed = wiki.set_graph_enabled(args.graph in GRAPH_ENABLED)
         status = wiki.status()
     result = {"scope": scope, "changed": changed, **status}
-    return _out(args, result, lambda r: f"Document graph {args.graph}")
+    word = "enabled" if args.graph in GRAPH_ENABLED else "disabled"
+    return _out(args, result, lambda r: f"Document graph {word}")
 
 
 @_handles_errors
@@ -529,7 +532,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     configs = config.add_subparsers(dest="config_command", metavar="ACTION")
     configs.required = True
     setter = configs.add_parser("set", parents=[common], help="change a setting")
-    setter.add_argument("--graph", choices=("enabled", "disabled"))
+    setter.add_argument(
+        "--graph", choices=(*GRAPH_ENABLED, "disabled"),
+        help="enabled or disabled (LWC's engine names grafeo and surrealdb mean enabled)",
+    )  # fmt: skip
     setter.set_defaults(func=_config_set)
 
     graph = sub.add_parser("graph", parents=[common], help="the document graph")

@@ -22,10 +22,12 @@ from lwc_trio.memory.store import StoreInfo
 
 __all__ = [
     "NEIGHBORHOOD_LIMIT",
+    "Relatedness",
     "build_projection",
     "graph_item",
     "graph_status",
     "read_neighborhood",
+    "refresh_projection",
 ]
 
 NEIGHBORHOOD_DEPTH = 1
@@ -96,43 +98,71 @@ def read_neighborhood(conn: sqlite3.Connection, seed: str) -> dict[str, Any] | N
     }
 
 
-def _relatedness(conn: sqlite3.Connection) -> tuple[list[str], Callable[[str], dict[str, float]]]:
-    slugs = [row[0] for row in conn.execute("SELECT slug FROM pages ORDER BY slug")]
-    existing = set(slugs)
-    out_links: dict[str, set[str]] = defaultdict(set)
-    in_links: dict[str, set[str]] = defaultdict(set)
-    for source, target in conn.execute("SELECT from_slug, to_slug FROM links"):
-        if source in existing and target in existing and source != target:
-            out_links[source].add(target)
-            in_links[target].add(source)
-    cites: dict[str, set[str]] = defaultdict(set)
-    cited_by: dict[str, set[str]] = defaultdict(set)
-    for slug, source_id in conn.execute("SELECT page_slug, source_id FROM page_sources"):
-        cites[slug].add(source_id)
-        cited_by[source_id].add(slug)
+class Relatedness:
+    """Links and citations of one store revision, loaded once, and the scores they give."""
 
-    def neighbours(slug: str) -> set[str]:
-        return out_links[slug] | in_links[slug]
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.slugs = [row[0] for row in conn.execute("SELECT slug FROM pages ORDER BY slug")]
+        existing = set(self.slugs)
+        self.out_links: dict[str, set[str]] = defaultdict(set)
+        self.in_links: dict[str, set[str]] = defaultdict(set)
+        for source, target in conn.execute("SELECT from_slug, to_slug FROM links"):
+            if source in existing and target in existing and source != target:
+                self.out_links[source].add(target)
+                self.in_links[target].add(source)
+        self.cites: dict[str, set[str]] = defaultdict(set)
+        self.cited_by: dict[str, set[str]] = defaultdict(set)
+        for slug, source_id in conn.execute("SELECT page_slug, source_id FROM page_sources"):
+            self.cites[slug].add(source_id)
+            self.cited_by[source_id].add(slug)
 
-    def related(slug: str) -> dict[str, float]:
+    def neighbours(self, slug: str) -> set[str]:
+        """Pages linked with `slug`, either direction."""
+        return self.out_links.get(slug, set()) | self.in_links.get(slug, set())
+
+    def around(self, slugs: set[str]) -> set[str]:
+        """Every Page whose related list can depend on one of `slugs`.
+
+        A score needs a direct link, a shared Source or a common neighbour, so that is the
+        slugs, their neighbours, their neighbours' neighbours and their Sources' other citers.
+        """
+        found = set(slugs)
+        for slug in slugs:
+            near = self.neighbours(slug)
+            found |= near
+            for middle in near:
+                found |= self.neighbours(middle)
+            for source_id in self.cites.get(slug, ()):
+                found |= self.cited_by.get(source_id, set())
+        return found
+
+    def related(self, slug: str) -> dict[str, float]:
+        """Relatedness scores of every Page that relates to `slug` at all."""
         scores: dict[str, float] = defaultdict(float)
-        for other in out_links[slug]:
+        for other in self.out_links.get(slug, ()):
             scores[other] += LINK_SCORE
-        for other in in_links[slug]:
+        for other in self.in_links.get(slug, ()):
             scores[other] += LINK_SCORE
-        for source_id in cites[slug]:
-            if len(cited_by[source_id]) <= HUB_LIMIT:
-                for other in cited_by[source_id]:
+        for source_id in self.cites.get(slug, ()):
+            citers = self.cited_by.get(source_id, set())
+            if len(citers) <= HUB_LIMIT:
+                for other in citers:
                     scores[other] += SOURCE_SCORE
-        for middle in neighbours(slug):
-            around = neighbours(middle)
+        for middle in self.neighbours(slug):
+            around = self.neighbours(middle)
             if len(around) <= HUB_LIMIT:
                 for other in around:
                     scores[other] += COMMON_SCORE
         scores.pop(slug, None)
         return scores
 
-    return slugs, related
+    def rows(self, slug: str) -> list[tuple[str, str, float]]:
+        """The `graph_related` rows of `slug`: its best related Pages."""
+        best = sorted(self.related(slug).items(), key=lambda item: (-item[1], item[0]))
+        return [(slug, other, score) for other, score in best[: NEIGHBORHOOD_LIMIT - 1]]
+
+
+_INSERT = "INSERT INTO graph_related (slug, related_slug, score) VALUES (?, ?, ?)"
 
 
 def build_projection(
@@ -142,17 +172,32 @@ def build_projection(
 
     Returns the number of related pairs written; `progress(done, total)` is called as it goes.
     """
-    slugs, related = _relatedness(conn)
+    graph = Relatedness(conn)
     conn.execute("DELETE FROM graph_related")
     written = 0
-    for done, slug in enumerate(slugs, start=1):
-        scores = related(slug)
-        best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        rows = [(slug, other, score) for other, score in best[: NEIGHBORHOOD_LIMIT - 1]]
-        conn.executemany(
-            "INSERT INTO graph_related (slug, related_slug, score) VALUES (?, ?, ?)", rows
-        )
+    for done, slug in enumerate(graph.slugs, start=1):
+        rows = graph.rows(slug)
+        conn.executemany(_INSERT, rows)
         written += len(rows)
-        if progress is not None and (done % 256 == 0 or done == len(slugs)):
-            progress(done, len(slugs))
+        if progress is not None and (done % 256 == 0 or done == len(graph.slugs)):
+            progress(done, len(graph.slugs))
     return written
+
+
+def refresh_projection(conn: sqlite3.Connection, before: Relatedness, touched: set[str]) -> None:
+    """Bring `graph_related` up to date after the Pages `touched` changed (same transaction).
+
+    `before` is the graph as it was when the transaction began: a Page that lost its link to a
+    touched Page is found through it, one that gained a link through the graph as it is now.
+    Only those Pages are rescored, so a write costs about its neighbourhood, not the store.
+    """
+    if not touched:
+        return
+    after = Relatedness(conn)
+    stale = before.around(touched) | after.around(touched)
+    existing = set(after.slugs)
+    conn.executemany(
+        "DELETE FROM graph_related WHERE slug = ?", [(slug,) for slug in sorted(stale)]
+    )
+    for slug in sorted(stale & existing):
+        conn.executemany(_INSERT, after.rows(slug))

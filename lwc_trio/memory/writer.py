@@ -7,16 +7,22 @@ The search index is maintained here, with the same tokenizer the query side uses
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from lwc_trio.exceptions import StoreError, WikiError
-from lwc_trio.memory.graph import build_projection, graph_status
+from lwc_trio.memory.graph import (
+    Relatedness,
+    build_projection,
+    graph_status,
+    refresh_projection,
+)
 from lwc_trio.memory.links import extract_links
 from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
 from lwc_trio.memory.store import open_writer, read_info, utc_now, write_transaction
@@ -157,6 +163,28 @@ class Wiki:
         """Close the connection (no transaction is ever left open)."""
         self.conn.close()
 
+    @contextlib.contextmanager
+    def _content_write(self) -> Iterator[set[str]]:
+        """A content write (`write_transaction(content=True)`) that keeps a ready graph ready.
+
+        The caller adds the slug of every Page it writes or removes to the yielded set. When
+        the graph was `ready` as the transaction began, the projection is brought up to date
+        and marked built at the new `content_revision` before COMMIT, so readers never see the
+        graph go `pending` because of an ordinary write (SPEC §4, graph upkeep).
+        """
+        with write_transaction(self.conn, content=True):
+            info = read_info(self.conn)
+            before = Relatedness(self.conn) if graph_status(info) == "ready" else None
+            touched: set[str] = set()
+            yield touched
+            if before is not None:
+                refresh_projection(self.conn, before, touched)
+                # write_transaction adds one to content_revision when this block ends.
+                self.conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'graph_built_revision'",
+                    (str(info.content_revision + 1),),
+                )
+
     # ------------------------------------------------------------------ pages
 
     def _page_row(self, slug: str) -> dict[str, Any] | None:
@@ -273,8 +301,9 @@ class Wiki:
             now = utc_now()
             outcomes: list[str] = []
             try:
-                with write_transaction(self.conn, content=True):
+                with self._content_write() as touched:
                     outcomes = [self._write_page(page, now) for page in chunk]
+                    touched.update(page.slug for page in chunk)
                     if all(outcome == "unchanged" for outcome in outcomes):
                         # Nothing changed: roll back so the revision does not move.
                         raise _NothingToDo()
@@ -310,7 +339,8 @@ class Wiki:
 
     def remove_page(self, slug: str) -> None:
         """Delete a Page with its citations, provenance and outgoing links."""
-        with write_transaction(self.conn, content=True):
+        with self._content_write() as touched:
+            touched.add(slug)
             if self.conn.execute("SELECT 1 FROM pages WHERE slug = ?", (slug,)).fetchone() is None:
                 raise WikiError("page_not_found", f"no page {slug!r}")
             self.conn.execute("DELETE FROM pages WHERE slug = ?", (slug,))
@@ -331,7 +361,8 @@ class Wiki:
         out: list[dict[str, Any]] = []
         now = utc_now()
         try:
-            with write_transaction(self.conn, content=True):
+            # New Sources are cited by no Page yet: nothing in the graph changes.
+            with self._content_write():
                 created_any = False
                 for done, source in enumerate(sources, start=1):
                     ident = source_id(source.content_hash)

@@ -1,0 +1,131 @@
+"""Once the graph is enabled and built, every write keeps it `ready` and exactly as a rebuild."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest_memory import add_source, new_store, out_json, page, run_lwc
+
+from lwc_trio.memory.graph import build_projection
+from lwc_trio.memory.writer import Wiki
+
+
+def projection(conn: sqlite3.Connection) -> list[tuple[str, str, float]]:
+    """The stored related pairs, sorted."""
+    return sorted(conn.execute("SELECT slug, related_slug, score FROM graph_related"))
+
+
+def rebuilt(conn: sqlite3.Connection) -> list[tuple[str, str, float]]:
+    """What a full `lwc graph build` would store now (computed and rolled back)."""
+    conn.execute("BEGIN")
+    try:
+        build_projection(conn)
+        return projection(conn)
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def graph_state(wiki: Wiki) -> str:
+    """`disabled`, `pending` or `ready`."""
+    return str(wiki.status()["graph"]["status"])
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A store with a small linked Wiki and one cited Source."""
+    path = new_store(tmp_path)
+    cited = add_source(path, "shared evidence for a and b")
+    with Wiki(path) as wiki:
+        wiki.put_pages(
+            [
+                page("a", "A", "see [[b]] and [[c]]", sources=(cited,)),
+                page("b", "B", "back to [[a]]", sources=(cited,)),
+                page("c", "C", "leaf"),
+                page("d", "D", "see [[c]]"),
+            ]
+        )
+    return path
+
+
+def test_enabled_graph_is_pending_until_the_first_build(db: Path) -> None:
+    """Enabling alone leaves the graph pending, writes do not build it; `graph build` does."""
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        assert graph_state(wiki) == "pending"
+        wiki.put_page(page("e", "E", "see [[a]]"))
+        assert graph_state(wiki) == "pending"
+        assert projection(wiki.conn) == []
+        wiki.build_graph()
+        assert graph_state(wiki) == "ready"
+        assert projection(wiki.conn) == rebuilt(wiki.conn)
+
+
+def test_every_write_keeps_a_built_graph_ready_and_exact(db: Path, tmp_path: Path) -> None:
+    """Page puts, removals, bulk imports and Source adds leave the graph ready, equal to a rebuild."""
+    rng = random.Random(14)
+    slugs = [f"p{i}" for i in range(24)]
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+        cited = [add_source(db, f"evidence {i}") for i in range(3)]
+        for step in range(60):
+            action = rng.random()
+            if action < 0.15:
+                present = [row["slug"] for row in wiki.list_pages()]
+                if present:
+                    wiki.remove_page(rng.choice(present))
+            elif action < 0.25:
+                wiki.add_sources([])
+                add_source(db, f"more evidence {step}")
+            elif action < 0.35:
+                batch = rng.sample(slugs, 4)
+                wiki.put_pages([page(s, s.upper(), f"bulk [[{rng.choice(slugs)}]]") for s in batch])
+            else:
+                slug = rng.choice(slugs)
+                targets = " ".join(f"[[{t}]]" for t in rng.sample(slugs, rng.randint(0, 3)))
+                sources = tuple(rng.sample(cited, rng.randint(0, 2)))
+                wiki.put_page(page(slug, slug.upper(), f"step {step} {targets}", sources=sources))
+            assert graph_state(wiki) == "ready", step
+            assert projection(wiki.conn) == rebuilt(wiki.conn), step
+
+
+def test_a_disabled_graph_is_left_alone(db: Path) -> None:
+    """With the graph disabled no projection is written and the state stays disabled."""
+    with Wiki(db) as wiki:
+        wiki.put_page(page("e", "E", "see [[a]]"))
+        assert graph_state(wiki) == "disabled"
+        assert projection(wiki.conn) == []
+
+
+@pytest.mark.parametrize("engine", ["grafeo", "surrealdb", "enabled"])
+def test_config_set_accepts_lwc_engine_names(tmp_path: Path, engine: str) -> None:
+    """`lwc config set --graph grafeo|surrealdb` (LWC's values) enable the graph."""
+    home, project = tmp_path / "home", tmp_path / "home" / "proj"
+    project.mkdir(parents=True)
+    out_json(run_lwc("init", cwd=project, home=home))
+    result = out_json(run_lwc("config", "set", "--graph", engine, cwd=project, home=home))
+    assert result["changed"] is True and result["graph"]["enabled"] is True
+    assert result["graph"]["status"] == "pending"
+
+
+def test_cli_page_put_keeps_the_graph_ready(tmp_path: Path) -> None:
+    """Through the real CLI: build once, then `page put` and `page remove` keep it ready."""
+    home, project = tmp_path / "home", tmp_path / "home" / "proj"
+    project.mkdir(parents=True)
+    out_json(run_lwc("init", cwd=project, home=home))
+    body = project / "body.md"
+    body.write_text("links to [[other]]\n", encoding="utf-8")
+    put = ("page", "put", "one", "--title", "One", "--file", str(body))
+    out_json(run_lwc(*put, cwd=project, home=home))
+    out_json(run_lwc("config", "set", "--graph", "grafeo", cwd=project, home=home))
+    out_json(run_lwc("graph", "build", cwd=project, home=home))
+    for args in (
+        ("page", "put", "other", "--title", "Other", "--file", str(body)),
+        ("page", "remove", "one"),
+    ):
+        out_json(run_lwc(*args, cwd=project, home=home))
+        status = out_json(run_lwc("graph", "status", cwd=project, home=home))
+        assert status["stores"][0]["graph"]["status"] == "ready", args
