@@ -205,7 +205,8 @@ def test_hot_journal_needs_recovery_then_repair_restores(tmp_path: Path) -> None
 
 
 def test_graph_readiness_transitions(tmp_path: Path) -> None:
-    """disabled → pending (enabled) → ready (built) → pending (page written) → ready → disabled."""
+    """disabled → pending (enabled) → ready (built, and through a write) → disabled → pending
+    (written while disabled, then enabled) → ready (built)."""
     project, db, home = setup(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha")])
 
@@ -221,17 +222,22 @@ def test_graph_readiness_transitions(tmp_path: Path) -> None:
     assert status() == "ready"
     assert ask("alpha", project, home=home)["graph"][0]["seed"] == "a"
     put_pages(db, [page("b", "Beta", "beta")])
-    assert status() == "pending"
-    assert "seed" not in ask("alpha", project, home=home)["graph"][0]
-    with Wiki(db) as wiki:
-        wiki.build_graph()
     assert status() == "ready"
+    assert ask("alpha", project, home=home)["graph"][0]["seed"] == "a"
     with Wiki(db) as wiki:
         wiki.set_graph_enabled(False)
     assert ask("alpha", project, home=home)["graph"][0]["status"] == {
         "engine": "disabled",
         "status": "disabled",
     }
+    put_pages(db, [page("c", "Gamma", "gamma")])
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+    assert status() == "pending"
+    assert "seed" not in ask("alpha", project, home=home)["graph"][0]
+    with Wiki(db) as wiki:
+        wiki.build_graph()
+    assert status() == "ready"
 
 
 def test_revisions_move_as_documented(tmp_path: Path) -> None:
