@@ -26,6 +26,14 @@ from lwc_trio.memory.discovery import (
     find_project_store,
 )
 from lwc_trio.memory.engine import merge_rows, query_stores
+from lwc_trio.memory.lwc_import import (
+    LwcWiki,
+    lwc_store_version,
+    read_lwc_store,
+    remove_quietly,
+    resolve_lwc_path,
+    swap_in,
+)
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 from lwc_trio.memory.transfer import (
@@ -161,9 +169,8 @@ def _out(args: argparse.Namespace, obj: Any, human: Callable[[Any], str]) -> int
 # ---------------------------------------------------------------------------- commands
 
 
-@_handles_errors
-def _init(args: argparse.Namespace) -> int:
-    scope = _write_scope(args)
+def _create(scope: str, *, git_exclude: bool) -> tuple[Path, bool, bool | None]:
+    """Create the store `lwc init` makes for `scope`: (path, created, gitExclude)."""
     home = _home()
     root = home if scope == "global" else Path(os.path.realpath(Path.cwd()))
     if scope == "project" and root == home:
@@ -183,11 +190,16 @@ def _init(args: argparse.Namespace) -> int:
         raise fail("store_path_invalid", f"{lwc} exists and is not a directory")
     path = lwc / STORE_FILE
     created = create_store(path)
+    excluded = _git_exclude(root) if scope == "project" and git_exclude else None
+    return path, created, excluded
+
+
+@_handles_errors
+def _init(args: argparse.Namespace) -> int:
+    scope = _write_scope(args)
+    path, created, excluded = _create(scope, git_exclude=not args.no_git_exclude)
     with Wiki(path) as wiki:
         status = wiki.status()
-    excluded = None
-    if scope == "project" and not args.no_git_exclude:
-        excluded = _git_exclude(root)
     result = {"scope": scope, "created": created, **status, "gitExclude": excluded}
     return _out(
         args,
@@ -460,6 +472,12 @@ def _export(args: argparse.Namespace) -> int:
 @_handles_errors
 def _import(args: argparse.Namespace) -> int:
     scope = _write_scope(args)
+    if args.from_lwc is not None:
+        if args.dir is not None:
+            raise UsageError("give either DIR (an lwc export) or --from-lwc PATH, not both")
+        return _import_lwc(args, scope, Path(args.from_lwc))
+    if args.dir is None:
+        raise UsageError("lwc import needs DIR (an lwc export) or --from-lwc PATH (an LWC store)")
     with Wiki(_require(scope)) as wiki, _Progress("Importing") as progress:
         counts = import_wiki(wiki, Path(args.dir), progress)
     result = {"scope": scope, **counts}
@@ -471,6 +489,79 @@ def _import(args: argparse.Namespace) -> int:
             f"{r['updated']} updated, {r['unchanged']} unchanged"
         ),
     )
+
+
+def _import_lwc(args: argparse.Namespace, scope: str, given: Path) -> int:
+    """`lwc import --from-lwc PATH`: into the Wiki this directory writes to (docs/lwc-compat.md).
+
+    That is the nearest lwc_trio store for `--scope project` (or the global one); with none, one
+    is created as `lwc init` would. When that place holds the LWC store itself (LWC and lwc both
+    use `.lwc/wiki.db`), the new store is built beside it and swapped in, LWC's files kept.
+    """
+    source = resolve_lwc_path(given)
+    with _Progress("Reading LWC store") as progress:
+        lwc = read_lwc_store(source, progress)
+    ref = _find(scope)
+    if ref is not None and ref.problem is not None:
+        raise fail(ref.problem.code, ref.problem.message)
+    backup: Path | None = None
+    if ref is not None and lwc_store_version(ref.path) is not None:
+        if not os.path.samefile(ref.path, source):
+            raise fail(
+                "unsupported_store_version",
+                f"the {scope} Wiki {ref.path} is itself an LWC store; convert it first: "
+                f"`lwc import --from-lwc {ref.path}`",
+            )
+        target = ref.path
+        building = target.with_name(f".{target.name}.import-{os.getpid()}")
+        remove_quietly(building)
+        create_store(building)
+        try:
+            counts = _write_lwc(building, lwc)
+            backup = swap_in(target, building)
+        finally:
+            remove_quietly(building)
+    else:
+        target = ref.path if ref is not None else _create(scope, git_exclude=True)[0]
+        counts = _write_lwc(target, lwc)
+    result = {
+        "scope": scope,
+        "path": str(target),
+        "from": str(source),
+        "lwcFormat": lwc.user_version,
+        **counts,
+        "duplicateSources": lwc.duplicate_sources,
+        "citations": lwc.citations,
+        "provenance": lwc.provenance,
+        "links": lwc.links,
+        "linksToMissingPages": lwc.links_to_missing_pages,
+        "skipped": lwc.skipped,
+        "notImported": lwc.not_imported,
+        "lwcStoreKeptAt": str(backup) if backup is not None else None,
+    }
+    return _out(args, result, _human_lwc_import)
+
+
+def _write_lwc(path: Path, lwc: LwcWiki) -> dict[str, Any]:
+    with Wiki(path) as wiki, _Progress("Importing") as progress:
+        return wiki.put_everything(lwc.sources, lwc.pages, progress=progress)
+
+
+def _human_lwc_import(r: dict[str, Any]) -> str:
+    pages, sources = r["pages"], r["sources"]
+    lines = [
+        f"Imported {r['from']} (LWC format {r['lwcFormat']}) into {r['path']}",
+        f"  pages: {pages['created']} created, {pages['updated']} updated, "
+        f"{pages['unchanged']} unchanged",
+        f"  sources: {sources['created']} created, {sources['existing']} already stored",
+        f"  citations {r['citations']}, provenance {r['provenance']}, links {r['links']}",
+    ]
+    if r["lwcStoreKeptAt"]:
+        lines.append(f"  LWC's own files were moved, unchanged, to {r['lwcStoreKeptAt']}")
+    if r["notImported"]:
+        rest = ", ".join(f"{table} {n}" for table, n in sorted(r["notImported"].items()))
+        lines.append(f"  no lwc equivalent (not imported): {rest}")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- parsers
@@ -552,6 +643,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     export = sub.add_parser("export", parents=[common], help="write the Wiki as Markdown files")
     export.add_argument("dir", metavar="DIR")
     export.set_defaults(func=_export)
-    restore = sub.add_parser("import", parents=[common], help="load a Wiki written by export")
-    restore.add_argument("dir", metavar="DIR")
+    restore = sub.add_parser(
+        "import", parents=[common], help="load a Wiki written by export, or an LWC 0.16 store"
+    )
+    restore.add_argument("dir", metavar="DIR", nargs="?")
+    restore.add_argument(
+        "--from-lwc", metavar="PATH",
+        help="an LWC 0.16 store (its wiki.db, .lwc folder or project folder), read unmodified",
+    )  # fmt: skip
     restore.set_defaults(func=_import)

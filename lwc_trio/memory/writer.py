@@ -55,6 +55,8 @@ class PageInput:
     provenance: tuple[str, ...] = ()
     created_at: str | None = None  # kept by `lwc import`; otherwise now
     updated_at: str | None = None
+    # Links recorded by another tool (`lwc import --from-lwc`), stored with those in the body.
+    links: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -243,6 +245,8 @@ class Wiki:
                 )
         provenance = _stored_provenance(page)
         links = extract_links(page.body, own_slug=page.slug)
+        if page.links:
+            links = sorted(set(links).union(page.links) - {page.slug})
         existing = self._page_row(page.slug)
         if existing is not None and (
             existing["title"],
@@ -251,7 +255,8 @@ class Wiki:
             existing["body"],
             existing["sources"],
             existing["provenance"],
-        ) == (page.title, page.kind, page.summary, page.body, sources, provenance):
+            existing["links"],
+        ) == (page.title, page.kind, page.summary, page.body, sources, provenance, links):
             return "unchanged"
         created_at = page.created_at or (existing["createdAt"] if existing else now)
         self.conn.execute(
@@ -354,6 +359,23 @@ class Wiki:
 
     # ---------------------------------------------------------------- sources
 
+    def _write_source(self, source: SourceInput, now: str) -> dict[str, Any]:
+        """Store one Source in the open transaction unless its content is stored already."""
+        ident = source_id(source.content_hash)
+        row = self.conn.execute(
+            "SELECT id, title FROM sources WHERE content_hash = ?", (source.content_hash,)
+        ).fetchone()
+        if row is not None:
+            return {"id": row[0], "title": row[1], "created": False}
+        self.conn.execute(
+            "INSERT INTO sources (id, content_hash, title, origin, content, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (ident, source.content_hash, source.title, source.origin, source.content,
+             source.created_at or now),
+        )  # fmt: skip
+        _index(self.conn, "source", ident, (source.title, source.origin or "", "", source.content))
+        return {"id": ident, "title": source.title, "created": True}
+
     def add_sources(
         self, sources: Sequence[SourceInput], *, progress: Progress | None = None
     ) -> list[dict[str, Any]]:
@@ -363,35 +385,54 @@ class Wiki:
         try:
             # New Sources are cited by no Page yet: nothing in the graph changes.
             with self._content_write():
-                created_any = False
                 for done, source in enumerate(sources, start=1):
-                    ident = source_id(source.content_hash)
-                    row = self.conn.execute(
-                        "SELECT id, title FROM sources WHERE content_hash = ?",
-                        (source.content_hash,),
-                    ).fetchone()
-                    if row is not None:
-                        out.append({"id": row[0], "title": row[1], "created": False})
-                    else:
-                        self.conn.execute(
-                            "INSERT INTO sources (id, content_hash, title, origin, content, "
-                            "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                            (ident, source.content_hash, source.title, source.origin,
-                             source.content, source.created_at or now),
-                        )  # fmt: skip
-                        _index(
-                            self.conn, "source", ident,
-                            (source.title, source.origin or "", "", source.content),
-                        )  # fmt: skip
-                        created_any = True
-                        out.append({"id": ident, "title": source.title, "created": True})
+                    out.append(self._write_source(source, now))
                     if progress is not None:
                         progress(done, len(sources))
-                if not created_any:
+                if not any(item["created"] for item in out):
                     raise _NothingToDo()
         except _NothingToDo:
             pass
         return out
+
+    def put_everything(
+        self,
+        sources: Sequence[SourceInput],
+        pages: Sequence[PageInput],
+        *,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Write Sources then Pages in ONE transaction (`lwc import --from-lwc`): all or nothing.
+
+        Every Page is validated first. Returns `{"sources": {"created", "existing"}, "pages":
+        {"created", "updated", "unchanged"}}`. Raises `WikiError`; nothing is written then.
+        """
+        for page in pages:
+            validate_page(page)
+        if len({page.slug for page in pages}) != len(pages):
+            raise WikiError("invalid_page", "a slug appears more than once")
+        now = utc_now()
+        added: list[dict[str, Any]] = []
+        outcomes: list[str] = []
+        try:
+            with self._content_write() as touched:
+                added = [self._write_source(source, now) for source in sources]
+                for done, page in enumerate(pages, start=1):
+                    outcome = self._write_page(page, now)
+                    outcomes.append(outcome)
+                    if outcome != "unchanged":
+                        touched.add(page.slug)
+                    if progress is not None and (done % 256 == 0 or done == len(pages)):
+                        progress(done, len(pages))
+                if not touched and not any(item["created"] for item in added):
+                    raise _NothingToDo()
+        except _NothingToDo:
+            pass
+        created = sum(1 for item in added if item["created"])
+        return {
+            "sources": {"created": created, "existing": len(added) - created},
+            "pages": {key: outcomes.count(key) for key in ("created", "updated", "unchanged")},
+        }
 
     def get_source(self, ident: str, *, offset: int, max_chars: int) -> dict[str, Any]:
         """A window of a Source's text. Raises `WikiError(source_not_found)`."""
