@@ -20,6 +20,7 @@ from lwc_trio.codegraph.runtime import locate_binary
 from lwc_trio.exceptions import PathRuleError, StoreError
 from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_store
 from lwc_trio.memory.graph import graph_status
+from lwc_trio.memory.lwc_import import lwc_store_version
 from lwc_trio.memory.store import StoreInfo, begin_read, open_reader, translate_error
 from lwc_trio.paths import is_within, validate_workspace
 
@@ -70,11 +71,44 @@ def _store_fix(error: StoreError, prefix: str, root: Path) -> dict[str, str] | N
     return None
 
 
+def _foreign_store_check(name: str, scope: str, ref: StoreRef) -> Check | None:
+    """An LWC 0.16 store, or a symlinked `.lwc`/`wiki.db`, explained with what to do."""
+    prefix = "lwc --scope global " if scope == "global" else "lwc "
+    if ref.problem is not None and ref.problem.code == "store_path_invalid":
+        link = ref.path if ref.path.is_symlink() else ref.path.parent
+        if not link.is_symlink():
+            return None
+        message = (
+            f"{link} is a symlink (to {os.readlink(link)}); lwc never follows a symlinked "
+            f"store, so the server reports the {scope} Wiki as unavailable: replace the link "
+            "with the real folder or file"
+        )
+        return _check(
+            name, ERROR, message, path=str(ref.path), link=str(link),
+            error={"code": ref.problem.code, "message": ref.problem.message},
+        )  # fmt: skip
+    version = lwc_store_version(ref.path) if ref.problem is None else None
+    if version is None:
+        return None
+    message = (
+        f"{ref.path} is a Wiki written by LWC (SQLite user_version {version}); lwc reads its "
+        "own format: import it (LWC's files are kept unchanged)"
+    )
+    return _check(
+        name, ERROR, message, _action(f"{prefix}import --from-lwc {ref.path}", ref.root),
+        path=str(ref.path), lwcFormat=version,
+        error={"code": "unsupported_store_version", "message": message},
+    )  # fmt: skip
+
+
 def _store_check(
     name: str, scope: str, ref: StoreRef | None, where: Path, hint: str | None
 ) -> tuple[Check, StoreInfo | None]:
     prefix = "lwc --scope global " if scope == "global" else "lwc "
     label = f"{scope} Wiki"
+    foreign = _foreign_store_check(name, scope, ref) if ref is not None else None
+    if foreign is not None:
+        return foreign, None
     if ref is None:
         message = f"no {label} (.lwc/wiki.db) in {where}"
         if hint:
