@@ -95,7 +95,12 @@ def call_args(workspace: Path, *target: str) -> list[str]:
 
 
 def check_tools(listed: dict[str, Any]) -> None:
-    """tools/list named exactly lwc_explore, read-only."""
+    """tools/list named exactly lwc_explore, read-only, with no schema portability finding.
+
+    The Inspector adds `schemaFindings` for schemas hosts may reject: `["T", "null"]` unions
+    gave six warnings (four in inputSchema, two in outputSchema) before SPEC §2's plain types.
+    """
+    assert listed.get("schemaFindings", []) == []
     tools = listed["result"]["tools"]
     assert [tool["name"] for tool in tools] == ["lwc_explore"]
     assert tools[0]["annotations"]["readOnlyHint"] is True
