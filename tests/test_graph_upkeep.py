@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest_memory import add_source, new_store, out_json, page, run_lwc
 
-from lwc_trio.memory.graph import build_projection
+from lwc_trio.memory.graph import HUB_LIMIT, build_projection
 from lwc_trio.memory.writer import Wiki
 
 
@@ -63,11 +63,15 @@ def test_enabled_graph_is_pending_until_the_first_build(db: Path) -> None:
         assert projection(wiki.conn) == rebuilt(wiki.conn)
 
 
-def test_every_write_keeps_a_built_graph_ready_and_exact(db: Path, tmp_path: Path) -> None:
-    """Page puts, removals, bulk imports and Source adds leave the graph ready, equal to a rebuild."""
+@pytest.mark.parametrize("size", [24, 400])
+def test_every_write_keeps_a_built_graph_ready_and_exact(db: Path, size: int) -> None:
+    """Page puts, removals, bulk imports and Source adds leave the graph ready, equal to a
+    rebuild (24 Pages: mostly whole rebuilds; 400: the local rescoring path)."""
     rng = random.Random(14)
-    slugs = [f"p{i}" for i in range(24)]
+    slugs = [f"p{i}" for i in range(size)]
     with Wiki(db) as wiki:
+        if size > 100:
+            wiki.put_pages([page(s, s.upper(), f"[[{rng.choice(slugs)}]]") for s in slugs])
         wiki.set_graph_enabled(True)
         wiki.build_graph()
         cited = [add_source(db, f"evidence {i}") for i in range(3)]
@@ -90,6 +94,29 @@ def test_every_write_keeps_a_built_graph_ready_and_exact(db: Path, tmp_path: Pat
                 wiki.put_page(page(slug, slug.upper(), f"step {step} {targets}", sources=sources))
             assert graph_state(wiki) == "ready", step
             assert projection(wiki.conn) == rebuilt(wiki.conn), step
+
+
+def test_a_source_crossing_the_hub_limit_rescores_its_citers(tmp_path: Path) -> None:
+    """A Source cited by more than HUB_LIMIT Pages stops counting; one citation fewer and it
+    counts again, for every citer: the local path must find them all."""
+    path = new_store(tmp_path)
+    hub = add_source(path, "cited by everyone")
+    citers = [page(f"c{i:03}", f"C{i}", "x", sources=(hub,)) for i in range(HUB_LIMIT + 1)]
+    others = [page(f"o{i:03}", f"O{i}", f"[[o{(i + 1) % 400:03}]]") for i in range(400)]
+    with Wiki(path) as wiki:
+        wiki.put_pages([*citers, *others])
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+        assert projection(wiki.conn) == rebuilt(wiki.conn)
+        wiki.remove_page("c000")
+        assert graph_state(wiki) == "ready"
+        assert projection(wiki.conn) == rebuilt(wiki.conn)
+        related = wiki.conn.execute(
+            "SELECT COUNT(*) FROM graph_related WHERE slug = 'c001'"
+        ).fetchone()[0]
+        assert related == 11
+        wiki.put_page(page("c000", "C0", "x", sources=(hub,)))
+        assert projection(wiki.conn) == rebuilt(wiki.conn)
 
 
 def test_a_disabled_graph_is_left_alone(db: Path) -> None:

@@ -18,10 +18,10 @@ import attrs
 
 from lwc_trio.exceptions import StoreError, WikiError
 from lwc_trio.memory.graph import (
-    Relatedness,
     build_projection,
     graph_status,
     refresh_projection,
+    stale_before,
 )
 from lwc_trio.memory.links import extract_links
 from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
@@ -166,20 +166,22 @@ class Wiki:
         self.conn.close()
 
     @contextlib.contextmanager
-    def _content_write(self) -> Iterator[set[str]]:
+    def _content_write(self, planned: Iterable[str] = ()) -> Iterator[set[str]]:
         """A content write (`write_transaction(content=True)`) that keeps a ready graph ready.
 
-        The caller adds the slug of every Page it writes or removes to the yielded set. When
-        the graph was `ready` as the transaction began, the projection is brought up to date
-        and marked built at the new `content_revision` before COMMIT, so readers never see the
-        graph go `pending` because of an ordinary write (SPEC §4, graph upkeep).
+        `planned` are the slugs the caller may write or remove; it adds each one it did touch
+        to the yielded set. When the graph was `ready` as the transaction began, the
+        projection is brought up to date and marked built at the new `content_revision` before
+        COMMIT, so readers never see the graph go `pending` because of an ordinary write
+        (SPEC §4, graph upkeep).
         """
         with write_transaction(self.conn, content=True):
             info = read_info(self.conn)
-            before = Relatedness(self.conn) if graph_status(info) == "ready" else None
+            ready = graph_status(info) == "ready"
+            before = stale_before(self.conn, set(planned)) if ready else None
             touched: set[str] = set()
             yield touched
-            if before is not None:
+            if ready:
                 refresh_projection(self.conn, before, touched)
                 # write_transaction adds one to content_revision when this block ends.
                 self.conn.execute(
@@ -306,7 +308,7 @@ class Wiki:
             now = utc_now()
             outcomes: list[str] = []
             try:
-                with self._content_write() as touched:
+                with self._content_write(page.slug for page in chunk) as touched:
                     outcomes = [self._write_page(page, now) for page in chunk]
                     touched.update(page.slug for page in chunk)
                     if all(outcome == "unchanged" for outcome in outcomes):
@@ -344,7 +346,7 @@ class Wiki:
 
     def remove_page(self, slug: str) -> None:
         """Delete a Page with its citations, provenance and outgoing links."""
-        with self._content_write() as touched:
+        with self._content_write([slug]) as touched:
             touched.add(slug)
             if self.conn.execute("SELECT 1 FROM pages WHERE slug = ?", (slug,)).fetchone() is None:
                 raise WikiError("page_not_found", f"no page {slug!r}")
@@ -415,7 +417,7 @@ class Wiki:
         added: list[dict[str, Any]] = []
         outcomes: list[str] = []
         try:
-            with self._content_write() as touched:
+            with self._content_write(page.slug for page in pages) as touched:
                 added = [self._write_source(source, now) for source in sources]
                 for done, page in enumerate(pages, start=1):
                     outcome = self._write_page(page, now)
