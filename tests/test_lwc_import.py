@@ -24,8 +24,9 @@ from lwc_fixture import (
     open_lwc,
 )
 
+from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.lwc_import import lwc_store_version
-from lwc_trio.memory.writer import Wiki, decode_source, source_id
+from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source, source_id
 
 BODY_A = "Alpha links to [[beta]] and [[ghost-page]].\n"
 
@@ -387,3 +388,21 @@ def test_progress_bar_only_on_a_terminal(box: tuple[Path, Path], tmp_path: Path)
     os.close(master)
     assert proc.returncode == 0
     assert b"Reading LWC store [" in drawn and b"3/3" in drawn
+
+
+def test_a_failure_while_writing_leaves_the_store_as_it_was(box: tuple[Path, Path]) -> None:
+    """Sources then Pages go in one transaction: a Page refused mid-write takes the Sources
+    written before it back out (the import's write step, in process)."""
+    _home, project = box
+    db = project / ".lwc" / "wiki.db"
+    before = snapshot(project / ".lwc")
+    text, digest = decode_source(b"a source", name="s")
+    with Wiki(db) as wiki:
+        with pytest.raises(WikiError) as refused:
+            wiki.put_everything(
+                [SourceInput("s", None, text, digest)],
+                [PageInput("ok", "Ok", "body"), PageInput("bad", "Bad", "b", sources=("src-0",))],
+            )
+        assert refused.value.code == "source_not_found"
+        assert wiki.source_ids() == set() and wiki.list_pages() == []
+    assert snapshot(project / ".lwc") == before
