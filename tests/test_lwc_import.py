@@ -406,3 +406,23 @@ def test_a_failure_while_writing_leaves_the_store_as_it_was(box: tuple[Path, Pat
         assert refused.value.code == "source_not_found"
         assert wiki.source_ids() == set() and wiki.list_pages() == []
     assert snapshot(project / ".lwc") == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("init",), ("page", "list"), ("page", "put", "x", "--title", "X", "--file", "-"),
+     ("graph", "status")],
+    ids=["init", "page list", "page put", "graph status"],
+)  # fmt: skip
+def test_other_commands_name_the_import_on_an_lwc_store(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Any command meeting an LWC store says `unsupported_store_version` and how to convert
+    it, instead of calling it corrupt; the LWC folder is left byte-identical."""
+    home, project = tmp_path / "home", tmp_path / "home" / "proj"
+    lwc = make_wal_only_store(project / ".lwc" / "wiki.db", sample_pages())
+    before = snapshot(project / ".lwc")
+    proc = run_lwc(*command, cwd=project, home=home, stdin=b"body")
+    assert proc.returncode == 1 and err_code(proc) == "unsupported_store_version"
+    assert f"`lwc import --from-lwc {lwc}`" in proc.stderr.decode()
+    assert snapshot(project / ".lwc") == before

@@ -105,7 +105,20 @@ def _require(scope: str) -> Path:
         )
     if ref.problem is not None:
         raise fail(ref.problem.code, ref.problem.message)
+    _refuse_lwc_store(ref.path, scope)
     return ref.path
+
+
+def _refuse_lwc_store(path: Path, scope: str) -> None:
+    """An LWC 0.16 store where lwc expects its own: say how to convert it, not "corrupt"."""
+    version = lwc_store_version(path)
+    if version is not None:
+        prefix = "lwc --scope global " if scope == "global" else "lwc "
+        raise fail(
+            "unsupported_store_version",
+            f"{path} is a Wiki written by LWC (SQLite user_version {version}); convert it with "
+            f"`{prefix}import --from-lwc {path}` (LWC's files are kept unchanged)",
+        )
 
 
 def _read_scopes(args: argparse.Namespace) -> list[str]:
@@ -198,6 +211,7 @@ def _create(scope: str, *, git_exclude: bool) -> tuple[Path, bool, bool | None]:
 def _init(args: argparse.Namespace) -> int:
     scope = _write_scope(args)
     path, created, excluded = _create(scope, git_exclude=not args.no_git_exclude)
+    _refuse_lwc_store(path, scope)
     with Wiki(path) as wiki:
         status = wiki.status()
     result = {"scope": scope, "created": created, **status, "gitExclude": excluded}
@@ -264,6 +278,7 @@ def _each_store(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
         if ref is not None:
             if ref.problem is not None:
                 raise fail(ref.problem.code, ref.problem.message)
+            _refuse_lwc_store(ref.path, scope)
             yield scope, ref.path
 
 
