@@ -45,6 +45,12 @@ SCENARIOS: Final = (
     Scenario("soak", "soak", "long mixed workload on one server: leaks, correctness, clean exit"),
     Scenario("fault-matrix", "fault_matrix", "every injected/real fault in mode all vs baseline"),
     Scenario("shutdown", "shutdown", "stdin EOF / SIGTERM to exit with calls in flight"),
+    Scenario(
+        "lwc-import", "lwc_import", "lwc import --from-lwc pages/s vs `lwc page import` of the same"
+    ),
+    Scenario(
+        "graph-upkeep", "graph_upkeep", "page put with a ready graph vs graph off and a full build"
+    ),
 )
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lwc_fixture import LwcPage, make_lwc_store, make_wal_only_store
 from test_cli_doctor import Box, checks, store
+
+from benchmarks.lwc_store import LwcPage, make_lwc_store, make_wal_only_store
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from typing import Any
 import apsw
 import pytest
 from conftest_memory import REPO, err_code, out_json, run_lwc, snapshot
-from lwc_fixture import (
+
+from benchmarks.lwc_store import (
     LwcExtras,
     LwcPage,
     LwcSource,
@@ -23,7 +24,6 @@ from lwc_fixture import (
     make_wal_only_store,
     open_lwc,
 )
-
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.lwc_import import lwc_store_version
 from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source, source_id

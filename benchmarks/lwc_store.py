@@ -1,11 +1,13 @@
-"""LWC-shaped stores for the import and compatibility tests, built from LWC's published schema.
+"""LWC-shaped stores for the import tests and benchmark, built from LWC's published schema.
 
 Real LWC cannot run here, so these stores are made the way LWC 0.16 makes them (facts from
 JanYork/llm-wiki-cli at v0.16.2, `src/store/schema.rs`, `src/store/migrations.rs`): SQLite in
 WAL mode, `user_version` 16, `meta` with LWC's keys, the plain tables Pages, Sources, citations,
 provenance and links live in, the tables lwc has no equivalent for, and the FTS5 search tables
 with `contentless_delete=1`. The stdlib's SQLite (3.40 here) cannot create those, so the stores
-are written through `apsw`, whose bundled SQLite is current (a test-only dependency).
+are written through `apsw`, whose bundled SQLite is current (a test-extra dependency; lwc itself
+reads these stores with the stdlib's sqlite3). Used by tests/test_lwc_*.py and the `lwc-import`
+scenario.
 """
 
 from __future__ import annotations
