@@ -26,14 +26,8 @@ from lwc_trio.memory.discovery import (
     find_project_store,
 )
 from lwc_trio.memory.engine import merge_rows, query_stores
-from lwc_trio.memory.lwc_import import (
-    LwcWiki,
-    lwc_store_version,
-    read_lwc_store,
-    remove_quietly,
-    resolve_lwc_path,
-    swap_in,
-)
+from lwc_trio.memory.lwc_files import remove_quietly, swap_in
+from lwc_trio.memory.lwc_import import LwcWiki, lwc_store_version, read_lwc_store, resolve_lwc_path
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 from lwc_trio.memory.transfer import (
