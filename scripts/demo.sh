@@ -7,5 +7,5 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+.venv/bin/python -m pip install --quiet -e '.[demo]'
 exec .venv/bin/python scripts/demo.py "$@"

@@ -29,7 +29,7 @@ export LWC_TEST_CODEGRAPH_BINARY
 
 "$VENV/bin/ruff" check lwc_trio benchmarks tests scripts
 "$VENV/bin/ruff" format --check lwc_trio benchmarks tests scripts
-# [tool.mypy] files: lwc_trio and benchmarks, --strict.
+# [tool.mypy] files: lwc_trio, benchmarks and tests, --strict.
 "$VENV/bin/mypy"
 # The official MCP conformance suite against the HTTP transport (docs/http.md).
 if [ "$#" -eq 0 ]; then

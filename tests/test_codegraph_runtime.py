@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from pathlib import Path
 
 import pytest
@@ -205,7 +206,7 @@ def test_install_refuses_unsupported_platforms(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A platform without a native bundle gets unsupported_platform before npm runs."""
-    monkeypatch.setattr(runtime.platform, "machine", lambda: "sparc64")
+    monkeypatch.setattr(platform, "machine", lambda: "sparc64")
     with pytest.raises(InstallError) as caught:
         install(tmp_path, npm="npm", run=lambda command, cwd: pytest.fail("npm ran"))
     assert caught.value.code == "unsupported_platform"

@@ -146,8 +146,8 @@ def request(
 
 
 def call(query: str, workspace: Path, rid: int = 2, **arguments: Any) -> bytes:
-    params = {"name": "lwc_explore", "arguments": {"query": query, "projectPath": str(workspace)}}
-    params["arguments"].update(arguments)
+    explore: dict[str, Any] = {"query": query, "projectPath": str(workspace), **arguments}
+    params = {"name": "lwc_explore", "arguments": explore}
     return json.dumps(
         {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
     ).encode()

@@ -86,7 +86,7 @@ def test_each_check_fires_in_spec_order() -> None:
             path = "/mcp"
         if expected[0] == 405:
             method = "POST"
-    assert check_head(LOCKED, head(**broken)) is None
+    assert check_head(LOCKED, head("POST", "/mcp", **broken)) is None
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,11 @@ async def test_close_fails_queued_jobs_and_refuses_new_ones() -> None:
     lane = ThreadLane("c", 1)
     lane.submit(running, done=on_running)
     await trio.to_thread.run_sync(started.wait, 10)
-    lane.submit(lambda: "never", done=lambda result: got.setdefault("queued", result))
+
+    def on_queued(result: outcome.Outcome[Any]) -> None:
+        got.setdefault("queued", result)
+
+    lane.submit(lambda: "never", done=on_queued)
     lane.close()
     queued = got["queued"]
     assert isinstance(queued, outcome.Error)
@@ -221,8 +225,13 @@ async def test_growing_lane_never_exceeds_its_threads() -> None:
     """With one thread, the job behind a slow one waits for it, however long."""
     release = threading.Event()
     order: list[str] = []
+
+    def slow() -> None:
+        release.wait(10)
+        order.append("slow")
+
     async with open_lane("m", 1, grow_after=0.01) as lane, trio.open_nursery() as nursery:
-        nursery.start_soon(lane.run, lambda: (release.wait(10), order.append("slow")))
+        nursery.start_soon(lane.run, slow)
         await trio.testing.wait_all_tasks_blocked()
         nursery.start_soon(lane.run, order.append, "next")
         await trio.sleep(0.1)

@@ -62,7 +62,9 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def ids(memory: dict[str, object]) -> list[str]:
     """Identifiers of the results, in order."""
-    return [row["identifier"] for row in memory["results"]]  # type: ignore[attr-defined,index]
+    results = memory["results"]
+    assert isinstance(results, list)
+    return [row["identifier"] for row in results]
 
 
 def raw_bm25(db: Path, query: str, ident: str) -> float:

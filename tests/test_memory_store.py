@@ -167,7 +167,7 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     monkeypatch.setattr(store, "MIGRATIONS", {1: ("UPDATE meta SET value = value WHERE 0",)})
     open_writer(db).close()
-    assert meta(db)["format_version"] == str(store.FORMAT_VERSION)
+    assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
 
 

@@ -32,6 +32,8 @@ def _fails(arguments: Any) -> ArgumentError:
 
 
 _LIMIT_BAD = [True, False, "3", 3.5, 3.0, 20.0, 0, 21, -1, 10**20, [3], {"n": 3}]
+_MODE_BAD: tuple[object, ...] = ("MEMORY", "", "both", "memory ", 1, True, ["memory"], {})
+_SCOPE_BAD: tuple[object, ...] = ("local", "ALL", "", 0, False, ["all"])
 
 _ERRORS = [
     # `arguments` not an object
@@ -63,14 +65,8 @@ _ERRORS = [
     pytest.param(_with(projectPath=["/ws"]), P, "projectPath", id="path-array"),
     pytest.param(_with(projectPath="/" + "a" * 4_096), P, "projectPath", id="path-4097"),
     # mode / scope
-    *(
-        pytest.param(_with(mode=v), A, "mode", id=f"mode-{v!r}")
-        for v in ("MEMORY", "", "both", "memory ", 1, True, ["memory"], {})
-    ),
-    *(
-        pytest.param(_with(scope=v), A, "scope", id=f"scope-{v!r}")
-        for v in ("local", "ALL", "", 0, False, ["all"])
-    ),
+    *(pytest.param(_with(mode=v), A, "mode", id=f"mode-{v!r}") for v in _MODE_BAD),
+    *(pytest.param(_with(scope=v), A, "scope", id=f"scope-{v!r}") for v in _SCOPE_BAD),
     # maxDocuments / maxFiles
     *(pytest.param(_with(maxDocuments=v), A, "maxDocuments", id=f"docs-{v!r}") for v in _LIMIT_BAD),
     *(pytest.param(_with(maxFiles=v), A, "maxFiles", id=f"files-{v!r}") for v in _LIMIT_BAD),

@@ -35,7 +35,9 @@ def _error(method: str, params: Any, rid: Any = 1) -> dict[str, Any]:
     assert isinstance(reply, dict), reply
     assert reply["id"] == rid
     assert "result" not in reply
-    return reply["error"]
+    error = reply["error"]
+    assert isinstance(error, dict)
+    return error
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])
@@ -108,7 +110,8 @@ def test_tools_list_has_exactly_lwc_explore() -> None:
 )
 def test_unknown_method_is_32601(method: str) -> None:
     """Any other request method is -32601 method_not_found, even with bad params."""
-    for params in ({}, [1], "x"):
+    bad_params: tuple[object, ...] = ({}, [1], "x")
+    for params in bad_params:
         err = _error(method, params)
         assert err["code"] == -32601
         assert err["data"]["kind"] == "method_not_found"

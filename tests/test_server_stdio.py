@@ -81,7 +81,7 @@ async def test_sdk_client_lists_the_tool_and_gets_guidance(
             "lwc_explore", {"query": "trio", "projectPath": str(workspace)}
         )
     assert result.is_error is True
-    memory = result.structured_content["memory"]  # type: ignore[index]
+    memory = result.structured_content["memory"]
     assert memory["state"] == "unavailable"
     assert memory["error"]["code"] == "store_not_found"
     assert memory["nextAction"] == {"command": "lwc init", "cwd": str(workspace)}
@@ -166,7 +166,7 @@ async def test_every_argument_error_is_a_tool_result(
             sent = {key: fill(value) for key, value in arguments.items()}
             result = await client.call_tool("lwc_explore", sent)
             assert result.is_error is True, arguments
-            error = result.structured_content["error"]  # type: ignore[index]
+            error = result.structured_content["error"]
             assert (error["code"], error["field"]) == (code, field), arguments
             assert field in error["message"] or code.startswith("project_path")
         assert len((await client.list_tools()).tools) == 1  # still serving
@@ -179,7 +179,7 @@ async def test_scope_not_allowed(workspace: Path, lwc_env: dict[str, str]) -> No
             "lwc_explore", {"query": "x", "projectPath": str(workspace), "scope": "global"}
         )
     assert result.is_error is True
-    assert result.structured_content["error"]["code"] == "scope_not_allowed"  # type: ignore[index]
+    assert result.structured_content["error"]["code"] == "scope_not_allowed"
 
 
 async def test_raw_protocol_errors_and_frame_limit(

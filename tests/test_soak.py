@@ -60,6 +60,7 @@ def run_script(name: str, *args: str) -> dict[str, Any]:
 def verdict(result: dict[str, Any], resource: str) -> dict[str, Any]:
     """One named verdict of a soak result."""
     (found,) = [v for v in result["verdicts"] if v["resource"] == resource]
+    assert isinstance(found, dict)
     return found
 
 

@@ -244,13 +244,18 @@ def busy(request_id: jsonrpc.RequestId, limit: int) -> Response:
 # -- the checks, in SPEC order ----------------------------------------------------------
 
 
+def _header_tuple(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
+    """The converter for `Head.headers`, typed so callers' arguments are checked."""
+    return tuple(headers)
+
+
 @attrs.frozen
 class Head:
     """What the rules look at before the body: method, decoded path, headers."""
 
     method: str
     path: str
-    headers: Headers = attrs.field(converter=tuple)
+    headers: Headers = attrs.field(converter=_header_tuple)
 
     def values(self, name: bytes) -> list[str]:
         """Every value of header `name` (lowercase), decoded as latin-1 like HTTP."""
