@@ -80,9 +80,10 @@ def page_text(rng: random.Random, index: int, pages: int) -> tuple[str, str, str
     """(title, summary, body) for generated page `index`."""
     title = " ".join(rng.sample(WORDS, 3)).title() + f" {index}"
     summary = " ".join(rng.sample(WORDS, 8))
-    paragraphs = []
-    for _ in range(rng.randint(2, 5)):
-        paragraphs.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60))) + ".")
+    paragraphs = [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60))) + "."
+        for _ in range(rng.randint(2, 5))
+    ]
     links = {rng.randrange(pages) for _ in range(rng.randint(0, 4))} - {index}
     paragraphs.append(" ".join(f"See [[p-{n:04d}]]." for n in sorted(links)))
     return title, summary, f"# {title}\n\n" + "\n\n".join(paragraphs) + "\n"

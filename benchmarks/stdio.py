@@ -97,7 +97,8 @@ class StdioClient:
             bufsize=0,
             start_new_session=new_session,
         )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         self.pid = self.proc.pid
         # Plain descriptors, not file objects: nothing buffers behind our back, and a client
         # dropped by a failing test closes them in __del__ without a ResourceWarning.

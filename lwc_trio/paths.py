@@ -63,9 +63,7 @@ def _prohibited_roots(home: str, tmpdir: str) -> frozenset[Path]:
 @functools.lru_cache(maxsize=8)
 def _prohibited_strings(home: str, tmpdir: str) -> frozenset[str]:
     raws = ["/", "/tmp", *SYSTEM_ROOTS]
-    for value in (home, tmpdir):
-        if value.startswith("/") and "\0" not in value:
-            raws.append(value)
+    raws.extend(value for value in (home, tmpdir) if value.startswith("/") and "\0" not in value)
     roots: set[str] = set()
     for raw in raws:
         try:

@@ -31,7 +31,8 @@ def test_replace_keeps_mode_and_writes_backup_of_the_old_bytes(tmp_path: Path) -
     backup = write_config(path, '{"a": 2}', original=b'{"a": 1}', now=NOW)
     assert path.read_bytes() == b'{"a": 2}'
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert backup is not None and backup.read_bytes() == b'{"a": 1}'
+    assert backup is not None
+    assert backup.read_bytes() == b'{"a": 1}'
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == [".claude.json", backup.name]
 
@@ -57,8 +58,10 @@ def test_symlinked_config_stays_a_symlink(tmp_path: Path) -> None:
     link = tmp_path / "config.toml"
     link.symlink_to(real)
     backup = write_config(link, "a = 2\n", original=b"a = 1\n", now=NOW)
-    assert link.is_symlink() and real.read_text() == "a = 2\n"
-    assert backup is not None and backup.parent == real.parent
+    assert link.is_symlink()
+    assert real.read_text() == "a = 2\n"
+    assert backup is not None
+    assert backup.parent == real.parent
 
 
 def test_a_concurrent_edit_is_never_overwritten(tmp_path: Path) -> None:

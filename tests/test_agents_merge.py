@@ -34,7 +34,8 @@ def test_missing_file_is_planned_as_a_new_file() -> None:
     """No file: status added with the fresh text, nothing else to preserve."""
     plan = plan_install(CLAUDE, None, ENTRY, force=False, label="f")
     assert plan.status == "added"
-    assert plan.text is not None and '"lwc"' in plan.text
+    assert plan.text is not None
+    assert '"lwc"' in plan.text
 
 
 def test_equivalent_entry_with_user_extras_is_unchanged() -> None:
@@ -50,7 +51,8 @@ def test_different_entry_is_a_conflict_without_force() -> None:
     with pytest.raises(AgentError) as info:
         plan_install(CLAUDE, text, ENTRY, force=False, label="/x/.claude.json")
     assert info.value.code == "agent_entry_conflict"
-    assert "/x/.claude.json" in info.value.message and "--force" in info.value.message
+    assert "/x/.claude.json" in info.value.message
+    assert "--force" in info.value.message
     plan = plan_install(CLAUDE, text, ENTRY, force=True, label="f")
     assert plan.status == "replaced"
     assert plan.existing == {"command": "npx", "args": ["other-lwc"]}
@@ -73,7 +75,8 @@ def test_install_leaves_a_codegraph_server_alone_and_reports_it() -> None:
     text = '{"mcpServers": {"codegraph": {"command": "codegraph", "args": ["serve", "--mcp"]}}}'
     plan = plan_install(CLAUDE, text, ENTRY, force=False, label="f")
     assert plan.codegraph == ("codegraph",)
-    assert plan.text is not None and plan.text.count("codegraph") == 2
+    assert plan.text is not None
+    assert plan.text.count("codegraph") == 2
 
 
 @pytest.mark.parametrize(

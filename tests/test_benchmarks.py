@@ -24,8 +24,10 @@ def test_every_scenario_has_a_main_and_a_docstring() -> None:
         main = scenario.main()
         assert list(inspect.signature(main).parameters) == ["argv"], scenario.name
         module = sys.modules[main.__module__]
-        assert module.__doc__ and module.__doc__.strip(), scenario.name
-    assert find("soak") is not None and find("no-such-scenario") is None
+        assert module.__doc__, scenario.name
+        assert module.__doc__.strip(), scenario.name
+    assert find("soak") is not None
+    assert find("no-such-scenario") is None
 
 
 def test_bench_lists_every_scenario_and_refuses_unknown_names() -> None:
@@ -38,7 +40,8 @@ def test_bench_lists_every_scenario_and_refuses_unknown_names() -> None:
     unknown = subprocess.run(
         [str(REPO / "scripts" / "bench"), "no-such-scenario"], capture_output=True, text=True
     )
-    assert unknown.returncode == 2 and "no scenario" in unknown.stderr
+    assert unknown.returncode == 2
+    assert "no scenario" in unknown.stderr
 
 
 @pytest.mark.parametrize(

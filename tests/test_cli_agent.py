@@ -107,7 +107,8 @@ def backups(path: Path) -> list[Path]:
 def install_twice(env: Env, path: Path, *args: str) -> dict[str, Any]:
     """Install, then check a second run reports unchanged and changes no byte and no backup."""
     first = env.ok("agent", "install", *args)
-    assert first["status"] in ("added", "replaced") and first["written"] is True
+    assert first["status"] in ("added", "replaced")
+    assert first["written"] is True
     after = env.snapshot()
     second = env.ok("agent", "install", *args)
     assert (second["status"], second["written"], second["backup"]) == ("unchanged", False, None)
@@ -152,11 +153,14 @@ def test_claude_project_merges_into_mcp_json(env: Env) -> None:
         '  "x-team": {"owner": "infra", "ratio": 1.50}\n'
         "}\n"
     )
-    assert result["file"] == str(path) and result["scope"] == "project"
+    assert result["file"] == str(path)
+    assert result["scope"] == "project"
     [backup] = backups(path)
-    assert result["backup"] == str(backup) and backup.read_text() == original
+    assert result["backup"] == str(backup)
+    assert backup.read_text() == original
     [warning] = result["warnings"]
-    assert "'codegraph'" in warning and "lwc already includes CodeGraph" in warning
+    assert "'codegraph'" in warning
+    assert "lwc already includes CodeGraph" in warning
     assert any("approve" in note for note in result["notes"])
 
 
@@ -209,7 +213,8 @@ def test_cursor_user_creates_a_new_file_without_backup(env: Env) -> None:
     """Cursor --user: a missing ~/.cursor/mcp.json is created, with no backup to keep."""
     path = env.home / ".cursor" / "mcp.json"
     result = install_twice(env, path, "cursor", "--user")
-    assert result["backup"] is None and backups(path) == []
+    assert result["backup"] is None
+    assert backups(path) == []
     assert path.read_text() == (
         '{\n  "mcpServers": {\n    "lwc": {\n'
         f'      "command": "{env.lwc}",\n'
@@ -290,7 +295,8 @@ def test_codex_force_replaces_our_tables_in_place(env: Env) -> None:
         '# keep\n[profiles.fast]\nmodel = "o4"\n'
     )
     error = env.error(1, "agent", "install", "codex")
-    assert error["code"] == "agent_entry_conflict" and str(path) in error["message"]
+    assert error["code"] == "agent_entry_conflict"
+    assert str(path) in error["message"]
     result = env.ok("agent", "install", "codex", "--force")
     assert result["status"] == "replaced"
     assert path.read_text() == (
@@ -314,7 +320,8 @@ def test_codex_inline_entry_is_refused_not_rewritten(env: Env) -> None:
     path.write_text('mcp_servers = { lwc = { command = "old" } }\n')
     before = env.snapshot()
     error = env.error(1, "agent", "install", "codex", "--force")
-    assert error["code"] == "agent_config_unsupported" and str(path) in error["message"]
+    assert error["code"] == "agent_config_unsupported"
+    assert str(path) in error["message"]
     assert env.snapshot() == before
 
 
@@ -369,7 +376,8 @@ def test_malformed_codex_toml_is_reported(env: Env) -> None:
     path.write_text('[mcp_servers.lwc\ncommand = "x"\n')
     before = env.snapshot()
     error = env.error(1, "agent", "install", "codex")
-    assert error["code"] == "agent_config_invalid" and "line 1" in error["message"]
+    assert error["code"] == "agent_config_invalid"
+    assert "line 1" in error["message"]
     assert env.snapshot() == before
 
 
@@ -382,7 +390,8 @@ def test_conflicting_entry_needs_force_and_force_keeps_a_backup(env: Env) -> Non
     path.write_text(original)
     before = env.snapshot()
     error = env.error(1, "agent", "install", "claude-code")
-    assert error["code"] == "agent_entry_conflict" and "--force" in error["message"]
+    assert error["code"] == "agent_entry_conflict"
+    assert "--force" in error["message"]
     assert env.snapshot() == before
     result = env.ok("agent", "install", "claude-code", "--force")
     assert result["status"] == "replaced"
@@ -467,7 +476,8 @@ def test_uninstall_removes_only_our_entry(env: Env, host: str) -> None:
     path.write_text(original)
     env.ok("agent", "install", host, flag)
     result = env.ok("agent", "uninstall", host, flag)
-    assert result["status"] == "removed" and result["written"] is True
+    assert result["status"] == "removed"
+    assert result["written"] is True
     assert result["removed"]["command"] == str(env.lwc)
     assert path.read_text() == original
     assert len(backups(path)) == 2  # one per change

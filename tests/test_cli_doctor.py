@@ -224,7 +224,8 @@ def test_symlinked_index_is_an_error(box: Box) -> None:
     (box.root / "real").mkdir()
     (box.project / ".codegraph").symlink_to(box.root / "real")
     index = checks(box.doctor())["codegraph_index"]
-    assert index["status"] == "error" and "symbolic link" in index["message"]
+    assert index["status"] == "error"
+    assert "symbolic link" in index["message"]
 
 
 def test_lwc_missing_from_path(box: Box) -> None:

@@ -53,7 +53,8 @@ def test_terminal_gets_colour_and_pipe_gets_json(
 ) -> None:
     """On a terminal: ANSI-coloured text naming the hit; piped: JSON, no escape codes."""
     shown = on_terminal(lwc_command(*command), wiki, lwc_env)
-    assert "\x1b[" in shown and "nursery" in shown
+    assert "\x1b[" in shown
+    assert "nursery" in shown
     assert not shown.lstrip().startswith("{")
     piped = subprocess.run(lwc_command(*command), cwd=wiki, env=lwc_env, capture_output=True)
     assert b"\x1b[" not in piped.stdout
@@ -64,6 +65,7 @@ def test_terminal_gets_colour_and_pipe_gets_json(
 def test_no_color_and_json_flag_on_a_terminal(wiki: Path, lwc_env: dict[str, str]) -> None:
     """NO_COLOR keeps a terminal summary plain; --json prints JSON even on a terminal."""
     plain = on_terminal(lwc_command("explore", "nursery"), wiki, {**lwc_env, "NO_COLOR": "1"})
-    assert "\x1b[" not in plain and "memory: ready" in plain
+    assert "\x1b[" not in plain
+    assert "memory: ready" in plain
     forced = on_terminal(lwc_command("explore", "nursery", "--json"), wiki, lwc_env)
     assert json.loads(forced)["memory"]["results"][0]["identifier"] == "nursery"

@@ -35,10 +35,12 @@ def test_init_creates_store_and_git_exclude_once(tmp_path: Path) -> None:
     home.mkdir()
     (project / ".git").mkdir(parents=True)
     first = out_json(run_lwc("init", cwd=project, home=home))
-    assert first["created"] is True and first["gitExclude"] is True
+    assert first["created"] is True
+    assert first["gitExclude"] is True
     assert first["path"] == str(project / ".lwc" / "wiki.db")
     second = out_json(run_lwc("init", "--json", cwd=project, home=home))
-    assert second["created"] is False and second["storeId"] == first["storeId"]
+    assert second["created"] is False
+    assert second["storeId"] == first["storeId"]
     exclude = (project / ".git" / "info" / "exclude").read_text()
     assert exclude.splitlines().count(".lwc/") == 1
 
@@ -51,7 +53,8 @@ def test_init_no_git_exclude_and_global(tmp_path: Path) -> None:
     out_json(run_lwc("init", "--no-git-exclude", cwd=project, home=home))
     assert not (project / ".git" / "info").exists()
     made = out_json(run_lwc("--scope", "global", "init", cwd=project, home=home))
-    assert made["path"] == str(home / ".lwc" / "wiki.db") and made["gitExclude"] is None
+    assert made["path"] == str(home / ".lwc" / "wiki.db")
+    assert made["gitExclude"] is None
 
 
 def test_init_inside_another_store_tree_makes_a_new_store(env: tuple[Path, Path]) -> None:
@@ -60,7 +63,8 @@ def test_init_inside_another_store_tree_makes_a_new_store(env: tuple[Path, Path]
     sub = project / "sub"
     sub.mkdir()
     made = out_json(run_lwc("init", cwd=sub, home=home))
-    assert made["created"] is True and made["path"] == str(sub / ".lwc" / "wiki.db")
+    assert made["created"] is True
+    assert made["path"] == str(sub / ".lwc" / "wiki.db")
 
 
 def test_project_init_in_home_is_refused(tmp_path: Path) -> None:
@@ -68,7 +72,8 @@ def test_project_init_in_home_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     proc = run_lwc("init", cwd=home, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "store_path_invalid"
+    assert proc.returncode == 1
+    assert err_code(proc) == "store_path_invalid"
     assert not (home / ".lwc").exists()
 
 
@@ -95,7 +100,8 @@ def test_page_put_show_list_remove_round_trip(env: tuple[Path, Path]) -> None:
     assert put == {"scope": "project", "slug": "k8s", "result": "created", "revision": 1}
     shown = out_json(run_lwc("page", "show", "k8s", cwd=project, home=home))
     assert shown["body"] == "Body about [[other]] kubernetes.\n"
-    assert shown["links"] == ["other"] and shown["provenance"] == ["agent-observed"]
+    assert shown["links"] == ["other"]
+    assert shown["provenance"] == ["agent-observed"]
     stdin = out_json(
         run_lwc(
             "page",
@@ -130,10 +136,12 @@ def test_page_put_show_list_remove_round_trip(env: tuple[Path, Path]) -> None:
             home=home,
         )
     )
-    assert again["result"] == "unchanged" and again["revision"] == 2
+    assert again["result"] == "unchanged"
+    assert again["revision"] == 2
     out_json(run_lwc("page", "remove", "k8s", cwd=project, home=home))
     gone = run_lwc("page", "show", "k8s", cwd=project, home=home)
-    assert gone.returncode == 1 and err_code(gone) == "page_not_found"
+    assert gone.returncode == 1
+    assert err_code(gone) == "page_not_found"
 
 
 def test_writes_from_a_subdirectory_use_the_nearest_store(env: tuple[Path, Path]) -> None:
@@ -236,7 +244,8 @@ def test_refused_sources_leave_store_unchanged(env: tuple[Path, Path]) -> None:
         ("docs", "invalid_source"),
     ):
         proc = run_lwc("source", "add", target, cwd=project, home=home)
-        assert proc.returncode == 1 and err_code(proc) == code, target
+        assert proc.returncode == 1, target
+        assert err_code(proc) == code, target
         assert store_bytes(project) == before
 
 
@@ -254,7 +263,8 @@ def test_uninitialized_store_is_refused_and_nothing_created(tmp_path: Path) -> N
         ["--scope", "global", "page", "list"],
     ):
         proc = run_lwc(*args, cwd=project, home=home)
-        assert proc.returncode == 1 and err_code(proc) == "store_not_found", args
+        assert proc.returncode == 1, args
+        assert err_code(proc) == "store_not_found", args
     assert snapshot(tmp_path) == before
 
 
@@ -278,7 +288,8 @@ def test_write_with_scope_all_is_usage_error(env: tuple[Path, Path], where: str)
     cmd = ["page", "put", "x", "--title", "T", "--file", "body.md"]
     args = ["--scope", "all", *cmd] if where == "before" else [*cmd, "--scope", "all"]
     proc = run_lwc(*args, cwd=project, home=home)
-    assert proc.returncode == 2 and err_code(proc) == "invalid_usage"
+    assert proc.returncode == 2
+    assert err_code(proc) == "invalid_usage"
     assert store_bytes(project) == before
 
 
@@ -290,7 +301,8 @@ def test_source_add_dedupes_and_show_reads_a_window(env: tuple[Path, Path]) -> N
         run_lwc("source", "add", "notes.txt", "--title", "Greek", cwd=project, home=home)
     )
     (source,) = added["sources"]
-    assert source["created"] is True and source["id"].startswith("src-")
+    assert source["created"] is True
+    assert source["id"].startswith("src-")
     again = out_json(run_lwc("source", "add", "notes.txt", cwd=project, home=home))
     assert again["sources"][0] == {"id": source["id"], "title": "Greek", "created": False}
     window = out_json(
@@ -328,7 +340,8 @@ def test_source_add_dedupes_and_show_reads_a_window(env: tuple[Path, Path]) -> N
     )
     assert cited["result"] == "created"
     shown = out_json(run_lwc("page", "show", "greek", cwd=project, home=home))
-    assert shown["sources"] == [source["id"]] and shown["provenance"] == ["source-grounded"]
+    assert shown["sources"] == [source["id"]]
+    assert shown["provenance"] == ["source-grounded"]
 
 
 def test_search_prints_ranked_results(env: tuple[Path, Path]) -> None:
@@ -354,7 +367,8 @@ def test_search_prints_ranked_results(env: tuple[Path, Path]) -> None:
     assert [(r["identifier"], r["match"]) for r in fuzzy["results"]] == [("k8s", "fuzzy")]
     words = " ".join(f"w{i}" for i in range(65))
     proc = run_lwc("search", words, cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "invalid_query"
+    assert proc.returncode == 1
+    assert err_code(proc) == "invalid_query"
 
 
 def test_page_import_jsonl_and_dir(env: tuple[Path, Path]) -> None:
@@ -373,7 +387,8 @@ def test_page_import_jsonl_and_dir(env: tuple[Path, Path]) -> None:
         lines[0] + "\n" + '{"slug": "x/y", "title": "T", "body": ""}\n'
     )
     proc = run_lwc("page", "import", "bad.jsonl", cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "invalid_slug"
+    assert proc.returncode == 1
+    assert err_code(proc) == "invalid_slug"
     assert store_bytes(project) == before
     md = project / "md"
     md.mkdir()
@@ -391,7 +406,8 @@ def test_graph_config_build_and_status(env: tuple[Path, Path]) -> None:
     """The graph goes disabled → pending → ready through the CLI; build needs it enabled."""
     project, home = env
     proc = run_lwc("graph", "build", cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "graph_disabled"
+    assert proc.returncode == 1
+    assert err_code(proc) == "graph_disabled"
 
     def status() -> str:
         stores = out_json(run_lwc("graph", "status", cwd=project, home=home))["stores"]
@@ -438,7 +454,8 @@ def test_repair_recovers_a_crashed_write(env: tuple[Path, Path]) -> None:
     subprocess.run([sys.executable, "-c", code, str(db)], check=True)
     assert (project / ".lwc" / "wiki.db-journal").exists()
     repaired = out_json(run_lwc("repair", cwd=project, home=home))
-    assert repaired["journalRolledBack"] is True and repaired["integrity"] == "ok"
+    assert repaired["journalRolledBack"] is True
+    assert repaired["integrity"] == "ok"
     assert not (project / ".lwc" / "wiki.db-journal").exists()
     assert [
         p["slug"] for p in out_json(run_lwc("page", "list", cwd=project, home=home))["pages"]
@@ -455,7 +472,8 @@ def test_symlinked_store_is_refused(tmp_path: Path) -> None:
     (project / "b.md").write_text("x")
     before = snapshot(other)
     proc = run_lwc("page", "put", "x", "--title", "T", "--file", "b.md", cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "store_path_invalid"
+    assert proc.returncode == 1
+    assert err_code(proc) == "store_path_invalid"
     assert snapshot(other) == before
 
 
@@ -480,7 +498,8 @@ def test_export_import_round_trip_is_byte_identical(env: tuple[Path, Path], tmp_
     assert snapshot(first) == snapshot(second)
     shown = out_json(run_lwc("page", "show", "数据", cwd=fresh, home=home))
     assert shown["body"] == "Body with [[x]]\n\n---\nnot front matter\n"
-    assert shown["summary"] == "multi\nline" and shown["sources"] == [sid]
+    assert shown["summary"] == "multi\nline"
+    assert shown["sources"] == [sid]
 
 
 def test_export_refuses_a_foreign_non_empty_directory(
@@ -492,7 +511,8 @@ def test_export_refuses_a_foreign_non_empty_directory(
     target.mkdir()
     (target / "keep.txt").write_text("mine")
     proc = run_lwc("export", str(target), cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "export_target_not_empty"
+    assert proc.returncode == 1
+    assert err_code(proc) == "export_target_not_empty"
     assert snapshot(target) == {"keep.txt": b"mine"}
 
 
@@ -504,7 +524,8 @@ def test_progress_bar_only_on_a_terminal(env: tuple[Path, Path]) -> None:
     )
     out_json(run_lwc("config", "set", "--graph", "enabled", cwd=project, home=home))
     piped = run_lwc("graph", "build", cwd=project, home=home)
-    assert piped.returncode == 0 and piped.stderr == b""
+    assert piped.returncode == 0
+    assert piped.stderr == b""
     master, slave = pty.openpty()
     env_vars = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
@@ -514,5 +535,7 @@ def test_progress_bar_only_on_a_terminal(env: tuple[Path, Path]) -> None:
     os.close(slave)
     drawn = os.read(master, 4096)
     os.close(master)
-    assert proc.returncode == 0 and json.loads(proc.stdout)["graph"]["status"] == "ready"
-    assert b"Building graph [" in drawn and b"1/1" in drawn
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["graph"]["status"] == "ready"
+    assert b"Building graph [" in drawn
+    assert b"1/1" in drawn

@@ -298,7 +298,8 @@ async def test_root_change_replaces_the_child(fake: Fake) -> None:
         first = plane.child_pid
         state = await plane.explore(fake.query(project=other))
         second = plane.child_pid
-        assert first is not None and process_gone(first)
+        assert first is not None
+        assert process_gone(first)
     assert state["state"] == "ready"
     assert second not in (None, first)
     roots = [e["argv"][-1] for e in fake.events("start")]

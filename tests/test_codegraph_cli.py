@@ -92,12 +92,14 @@ def test_init_runs_codegraph_init_yes_dir_without_watch_switch(
     assert init["stdinIsDevNull"] is True
     env = start["env"]
     assert "CODEGRAPH_NO_WATCH" not in env
-    assert env["CODEGRAPH_TELEMETRY"] == "0" and env["DO_NOT_TRACK"] == "1"
+    assert env["CODEGRAPH_TELEMETRY"] == "0"
+    assert env["DO_NOT_TRACK"] == "1"
     assert "GITHUB_TOKEN" not in env
     code, out, _ = run(capsys, "cg", "init", str(project))
     assert (code, out["created"]) == (0, False)
     code, status, _ = run(capsys, "cg", "status")
-    assert status["index"]["state"] == "ready" and status["nextAction"] is None
+    assert status["index"]["state"] == "ready"
+    assert status["nextAction"] is None
 
 
 def test_init_failure_reports_status_and_last_line(
@@ -198,7 +200,8 @@ def test_install_yes_uses_npm_and_is_idempotent(
     assert (code, out["installed"]) == (0, False)
     assert len(log.read_text().splitlines()) == 1
     code, status, _ = run(capsys, "cg", "status")
-    assert status["runtime"]["state"] == "installed" and status["runtime"]["version"] == "1.6.1"
+    assert status["runtime"]["state"] == "installed"
+    assert status["runtime"]["version"] == "1.6.1"
 
 
 def test_install_without_npm_says_so(

@@ -53,7 +53,9 @@ def test_without_sections_the_cut_is_at_the_last_line_break() -> None:
     """No section header: keep whole lines up to the cap; no line break: exactly the cap."""
     lines = "".join(f"line {n:05d} " + "y" * 80 + "\n" for n in range(400))
     kept, truncated = cut_text(lines)
-    assert truncated and kept.endswith("\n") and len(kept) <= TEXT_LIMIT
+    assert truncated
+    assert kept.endswith("\n")
+    assert len(kept) <= TEXT_LIMIT
     assert len(kept) > TEXT_LIMIT - 100
     assert lines.startswith(kept)
     assert cut_text("z" * (TEXT_LIMIT + 5)) == ("z" * TEXT_LIMIT, True)
@@ -63,7 +65,9 @@ def test_a_first_section_larger_than_the_cap_falls_back_to_lines() -> None:
     """A header at offset 0 is no boundary, so the cut keeps whole lines of that section."""
     text = "**`huge.py`**\n\n```\n" + "".join(f"{n}\tcode\n" for n in range(4_000))
     kept, truncated = cut_text(text)
-    assert truncated and 0 < len(kept) <= TEXT_LIMIT and kept.endswith("\n")
+    assert truncated
+    assert 0 < len(kept) <= TEXT_LIMIT
+    assert kept.endswith("\n")
     assert section_files(kept) == ["huge.py"]
 
 

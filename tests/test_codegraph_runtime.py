@@ -143,7 +143,8 @@ def test_init_env_drops_no_watch_so_no_git_hooks_are_installed() -> None:
     env = init_env(HOST)
     assert "CODEGRAPH_NO_WATCH" not in env
     assert env["CODEGRAPH_FORCE_WATCH"] == "1"
-    assert env["CODEGRAPH_TELEMETRY"] == "0" and env["DO_NOT_TRACK"] == "1"
+    assert env["CODEGRAPH_TELEMETRY"] == "0"
+    assert env["DO_NOT_TRACK"] == "1"
     assert "GITHUB_TOKEN" not in env
 
 

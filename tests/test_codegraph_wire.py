@@ -101,7 +101,8 @@ def test_child_requests_get_pong_or_method_not_found() -> None:
         "result": {},
     }
     refusal = wire.reply_to_child(ChildRequest(id="r", method="roots/list"))
-    assert refusal["id"] == "r" and refusal["error"]["code"] == -32601
+    assert refusal["id"] == "r"
+    assert refusal["error"]["code"] == -32601
 
 
 def test_messages_we_send_are_compact_single_lines() -> None:
@@ -109,7 +110,8 @@ def test_messages_we_send_are_compact_single_lines() -> None:
     frame = wire.encode(
         wire.tools_call_request(5, "codegraph_explore", {"query": "naïve\nsplit", "maxFiles": 2})
     )
-    assert frame.endswith(b"\n") and frame.count(b"\n") == 1
+    assert frame.endswith(b"\n")
+    assert frame.count(b"\n") == 1
     assert "naïve".encode() in frame
     assert json.loads(frame)["params"]["arguments"]["query"] == "naïve\nsplit"
     init = wire.initialize_request(1)

@@ -159,7 +159,8 @@ async def test_http_lists_and_calls(inspector: None, wiki: Path, lwc_env: dict[s
                 stderr += chunk
         [line] = [x for x in bytes(stderr).splitlines() if x.startswith(LISTENING)]
         url = line.removeprefix(LISTENING).decode()
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
+        assert url.startswith("http://127.0.0.1:")
+        assert url.endswith("/")
 
         target = ["--transport", "http", "--server-url", url]
         check_tools(await run_inspector(list_args(*target), lwc_env))

@@ -288,8 +288,10 @@ def test_cjk_bodies_are_cut_in_code_points(tmp_path: Path) -> None:
     memory = ask("数据库", project, home=home)
     bodies = {p["slug"]: p for p in memory["pages"]}
     assert len(long_body) == 40_000
-    assert bodies["long"]["body"] == long_body[:15_000] and bodies["long"]["truncated"]
-    assert bodies["short"]["body"] == "数据库" * 3000 and not bodies["short"]["truncated"]
+    assert bodies["long"]["body"] == long_body[:15_000]
+    assert bodies["long"]["truncated"]
+    assert bodies["short"]["body"] == "数据库" * 3000
+    assert not bodies["short"]["truncated"]
     assert sum(len(p["body"]) for p in memory["pages"]) == 24_000
 
 
@@ -314,7 +316,9 @@ def test_sources_never_return_their_content(tmp_path: Path) -> None:
     memory = ask("needle", project, home=home)
     assert ids(memory) == [sid]
     row = memory["results"][0]
-    assert row["type"] == "source" and row["kind"] is None and row["provenance"] is None
+    assert row["type"] == "source"
+    assert row["kind"] is None
+    assert row["provenance"] is None
     assert len(row["snippet"]) <= 180
     assert "tailmarker" not in json.dumps(memory)
     assert memory["pages"] == []
@@ -326,8 +330,10 @@ def test_zero_terms_is_ready_with_no_results(tmp_path: Path) -> None:
     put_pages(db, [page("a", "The", "the of and")])
     memory = ask("the of ?!", project, home=home)
     assert memory["state"] == "ready"
-    assert memory["results"] == [] and memory["pages"] == []
-    assert len(memory["stores"]) == 1 and len(memory["graph"]) == 1
+    assert memory["results"] == []
+    assert memory["pages"] == []
+    assert len(memory["stores"]) == 1
+    assert len(memory["graph"]) == 1
 
 
 def test_missing_stores_are_unavailable_with_next_action(tmp_path: Path) -> None:
@@ -413,7 +419,8 @@ def test_failing_store_keeps_the_plane_ready(tmp_path: Path) -> None:
     }
     assert ids(memory) == ["g"]
     only = ask("gamma", project, home=home, scope="project")
-    assert only["state"] == "error" and only["error"]["code"] == "store_path_invalid"
+    assert only["state"] == "error"
+    assert only["error"]["code"] == "store_path_invalid"
 
 
 def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
@@ -439,7 +446,8 @@ def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:
     assert item["seed"] == "hub"
     hood = item["neighborhood"]
     assert (hood["depth"], hood["limit"]) == (1, 12)
-    assert len(hood["nodes"]) == 12 and len(hood["edges"]) == 11
+    assert len(hood["nodes"]) == 12
+    assert len(hood["edges"]) == 11
     assert hood["nodes"][0] == {
         "key": "page:hub",
         "identifier": "hub",
@@ -499,8 +507,10 @@ def test_snippet_starts_near_the_first_match_and_fits_180() -> None:
     """The snippet is one line, ≤ 180 characters, around the first query term."""
     text = "intro words " * 30 + "the needle\n\nis   here " + "tail " * 100
     snippet = make_snippet(text, ["needle"])
-    assert snippet.startswith("…") and snippet.endswith("…")
-    assert "needle is here" in snippet and len(snippet) == 180
+    assert snippet.startswith("…")
+    assert snippet.endswith("…")
+    assert "needle is here" in snippet
+    assert len(snippet) == 180
     assert make_snippet("short text", ["absent"]) == "short text"
 
 

@@ -114,7 +114,8 @@ def test_hostile_schema_is_store_corrupt(tmp_path: Path, statements: tuple[str, 
     project, db, home = setup(tmp_path)
     tamper(db, *statements)
     memory = ask("alpha", project, home=home, scope="project")
-    assert memory["state"] == "error" and memory["error"]["code"] == "store_corrupt"
+    assert memory["state"] == "error"
+    assert memory["error"]["code"] == "store_corrupt"
 
 
 @pytest.mark.parametrize(
@@ -183,7 +184,8 @@ def make_hot_journal(db: Path) -> None:
     )
     subprocess.run([sys.executable, "-c", code, str(db)], check=True)
     journal = db.with_name("wiki.db-journal")
-    assert journal.exists() and journal.stat().st_size > 0
+    assert journal.exists()
+    assert journal.stat().st_size > 0
 
 
 def test_hot_journal_needs_recovery_then_repair_restores(tmp_path: Path) -> None:
@@ -261,9 +263,14 @@ def test_interrupted_write_leaves_previous_revision(tmp_path: Path) -> None:
     put_pages(db, [page("a", "Alpha", "alpha")])
     before = db.read_bytes()
     conn = open_writer(db)
-    with pytest.raises(KeyboardInterrupt), write_transaction(conn, content=True):
-        conn.execute("DELETE FROM pages")
-        raise KeyboardInterrupt
+
+    def interrupted_delete() -> None:
+        with write_transaction(conn, content=True):
+            conn.execute("DELETE FROM pages")
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted_delete()
     conn.close()
     assert db.read_bytes() == before
 
@@ -324,7 +331,8 @@ def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
     data[4096:] = bytes((i * 37 + 11) % 256 for i in range(len(data) - 4096))
     db.write_bytes(bytes(data))
     memory = ask("alpha", project, home=home, scope="project")
-    assert memory["state"] == "error" and memory["error"]["code"] == "store_corrupt"
+    assert memory["state"] == "error"
+    assert memory["error"]["code"] == "store_corrupt"
 
 
 def test_format_1_store_is_refused_then_migrated_by_repair(tmp_path: Path) -> None:

@@ -97,7 +97,8 @@ def test_integral_float_message_says_not_an_integer(field: str, value: float) ->
 def test_bound_message_states_the_range(field: str, value: int) -> None:
     """Out-of-range limits name the allowed range 1 to 20."""
     err = _fails(_with(**{field: value}))
-    assert "1" in err.message and "20" in err.message
+    assert "1" in err.message
+    assert "20" in err.message
 
 
 def test_too_long_query_message_states_the_bound() -> None:
@@ -149,8 +150,10 @@ def test_every_mode_and_scope(mode: str, scope: str) -> None:
 def test_limit_bounds_inclusive(value: int) -> None:
     """1 and 20 (and values between) are valid for both limits, kept as exact ints."""
     args = validate(_with(maxDocuments=value, maxFiles=value))
-    assert args.maxDocuments == value and args.maxFiles == value
-    assert type(args.maxDocuments) is int and type(args.maxFiles) is int
+    assert args.maxDocuments == value
+    assert args.maxFiles == value
+    assert type(args.maxDocuments) is int
+    assert type(args.maxFiles) is int
 
 
 @pytest.mark.parametrize(

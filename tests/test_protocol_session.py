@@ -75,10 +75,12 @@ def test_initialize_result_shape() -> None:
     assert result["serverInfo"] == {"name": "lwc", "version": VERSION}
     assert result["capabilities"] == {"tools": {"listChanged": False}}
     text = result["instructions"]
-    assert isinstance(text, str) and 0 < len(text) < 1000
+    assert isinstance(text, str)
+    assert 0 < len(text) < 1000
     assert "untrusted" in text.lower()
     assert "lwc_explore" in text
-    assert "lwc" in text and "CLI" in text
+    assert "lwc" in text
+    assert "CLI" in text
     assert result == initialize_result({"protocolVersion": "2025-06-18"}, VERSION)
 
 

@@ -82,7 +82,8 @@ def test_name_and_description() -> None:
     d = tool_definition()
     assert d["name"] == TOOL_NAME == "lwc_explore"
     text = d["description"]
-    assert "Wiki" in text and "CodeGraph" in text
+    assert "Wiki" in text
+    assert "CodeGraph" in text
     assert "untrusted reference data" in text
     assert "3.0 is not an integer" in text
     assert {"name", "description", "inputSchema", "outputSchema", "annotations"} <= set(d)

@@ -104,10 +104,12 @@ async def test_code_fault_isolated_and_next_call_gets_a_fresh_child(
     assert result["codeGraph"]["state"] == "error"
     assert result["codeGraph"]["error"]["code"] == code
     assert result["memory"] == memory_only
-    assert result["partial"] is True and faulted["isError"] is False
+    assert result["partial"] is True
+    assert faulted["isError"] is False
     assert recovered["isError"] is False
     assert recovered["structuredContent"]["codeGraph"]["state"] == "ready"
-    assert len(pids) == 2 and pids[0] != pids[1]
+    assert len(pids) == 2
+    assert pids[0] != pids[1]
     assert not any(alive(pid) for pid in pids)
     assert server.stderr == b""
 
@@ -161,17 +163,18 @@ async def test_memory_caps_sources_freshness_and_scopes(
         assert await server.wait() == 0
     page = ramen["pages"][0]
     assert page["slug"] == "ramen"
-    assert page["truncated"] is True and len(page["body"]) == 15_000
+    assert page["truncated"] is True
+    assert len(page["body"]) == 15_000
     assert page["body"] == big[:15_000]
     memory = leak["result"]["structuredContent"]["memory"]
     hits = memory["results"]
-    assert hits and hits[0]["type"] == "source" and len(hits[0]["snippet"]) <= 180
+    assert hits
+    assert hits[0]["type"] == "source"
+    assert len(hits[0]["snippet"]) <= 180
     assert memory["pages"] == []  # a Source never comes back as a body
     sent = json.dumps(leak, ensure_ascii=False)
-    assert (
-        secret_text[:200] not in sent
-        and secret_text[:200] not in leak["result"]["content"][0]["text"]
-    )
+    assert secret_text[:200] not in sent
+    assert secret_text[:200] not in leak["result"]["content"][0]["text"]
     assert source_id is not None
     assert [store["scope"] for store in scoped["stores"]] == ["project"]  # global not allowed
     assert [r["identifier"] for r in fresh["results"]] == ["fresh"]

@@ -70,13 +70,16 @@ async def test_sdk_client_lists_the_tool_and_gets_guidance(
 ) -> None:
     """The SDK client handshakes, sees one read-only tool, and gets init guidance."""
     async with client_for(workspace, lwc_env) as client:
-        assert client.server_info is not None and client.server_info.name == "lwc"
+        assert client.server_info is not None
+        assert client.server_info.name == "lwc"
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == ["lwc_explore"]
         annotations = tools[0].annotations
         assert annotations is not None
-        assert annotations.read_only_hint is True and annotations.destructive_hint is False
-        assert annotations.idempotent_hint is True and annotations.open_world_hint is False
+        assert annotations.read_only_hint is True
+        assert annotations.destructive_hint is False
+        assert annotations.idempotent_hint is True
+        assert annotations.open_world_hint is False
         result = await client.call_tool(
             "lwc_explore", {"query": "trio", "projectPath": str(workspace)}
         )

@@ -73,7 +73,8 @@ def check_soak(result: dict[str, Any], calls: int) -> None:
         v = verdict(result, resource)
         assert v["pass"], (v, result["errors"])
     assert result["calls"] == calls
-    assert result["writes"]["completed"] > 0 and result["writes"]["failed"] == 0
+    assert result["writes"]["completed"] > 0
+    assert result["writes"]["failed"] == 0
     assert result["cancelled"]["sent"] > 0
     assert result["checks"].get("probe_found", 0) > 0
     assert result["exit"]["code"] == 0
@@ -93,7 +94,8 @@ def test_soak_short_with_codegraph() -> None:
     result = run_script("soak", "--quick", "--pages", "20")
     check_soak(result, 1000)
     assert verdict(result, "CodeGraph child")["pass"]
-    assert result["checks"].get("ok_code", 0) > 0 and result["checks"].get("ok_all", 0) > 0
+    assert result["checks"].get("ok_code", 0) > 0
+    assert result["checks"].get("ok_all", 0) > 0
 
 
 def check_matrix(result: dict[str, Any], cases: list[str]) -> None:
@@ -102,7 +104,8 @@ def check_matrix(result: dict[str, Any], cases: list[str]) -> None:
     for row in result["rows"]:
         assert row["behaviour_ok"], (row["case"], row["problems"])
         assert row["recovered"], row["case"]
-        assert row["exit_code"] == 0 and row["left_live"] == 0
+        assert row["exit_code"] == 0
+        assert row["left_live"] == 0
 
 
 def test_fault_matrix_reduced_lwc_faults() -> None:
@@ -128,7 +131,8 @@ def check_shutdown(result: dict[str, Any], rows: int) -> None:
     assert len(result["rows"]) == rows
     for row in result["rows"]:
         assert row["behaviour_ok"], row
-        assert row["exit_codes"] == [0] and row["left"] == 0
+        assert row["exit_codes"] == [0]
+        assert row["left"] == 0
         assert min(row["delivered"]) >= row["due"]
 
 

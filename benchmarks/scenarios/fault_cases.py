@@ -140,9 +140,11 @@ async def run_case(
                 base.append(sc)
             reference = {p: base[-1][PLANE_KEY[p]] for p in ("memory", "code")}
             for sc in base[1:]:
-                for p in ("memory", "code"):
-                    if sc[PLANE_KEY[p]] != reference[p]:
-                        problems.append(f"baseline {p} answers differ")
+                problems.extend(
+                    f"baseline {p} answers differ"
+                    for p in ("memory", "code")
+                    if sc[PLANE_KEY[p]] != reference[p]
+                )
             if plane_code(reference["memory"]) != "ready":
                 problems.append(f"baseline memory not ready: {plane_code(reference['memory'])}")
             if fx.has_code and plane_code(reference["code"]) != "ready":

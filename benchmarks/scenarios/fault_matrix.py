@@ -97,22 +97,20 @@ def print_report(result: dict[str, Any]) -> None:
         "recovered",
         "verdict",
     ]
-    rows = []
-    for r in result["rows"]:
-        rows.append(
-            [
-                r["label"],
-                f"{r['case'].split(':')[0] if ':' in r['case'] else 'code'} → "
-                f"{r['faulted_answer']}",
-                r["faulted_ms"],
-                f"{r['case_healthy']} {r['healthy_baseline_ms']:g} → {r['healthy_ms']}",
-                f"{r['healthy_limit_ms']:g}",
-                f"{r['ping_p50_ms']} / {r['ping_max_ms']} (n={r['ping_n']})",
-                r["recovery_ms"],
-                "yes" if r["recovered"] else "NO",
-                "PASS" if r["pass"] else "FAIL",
-            ]
-        )
+    rows = [
+        [
+            r["label"],
+            f"{r['case'].split(':')[0] if ':' in r['case'] else 'code'} → {r['faulted_answer']}",
+            r["faulted_ms"],
+            f"{r['case_healthy']} {r['healthy_baseline_ms']:g} → {r['healthy_ms']}",
+            f"{r['healthy_limit_ms']:g}",
+            f"{r['ping_p50_ms']} / {r['ping_max_ms']} (n={r['ping_n']})",
+            r["recovery_ms"],
+            "yes" if r["recovered"] else "NO",
+            "PASS" if r["pass"] else "FAIL",
+        ]
+        for r in result["rows"]
+    ]
     print(markdown_table(headers, rows))
     print()
     for r in result["rows"]:
