@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import http.client
 import json
 import os
@@ -11,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -34,7 +37,14 @@ JSON = {"content-type": "application/json", "accept": "application/json, text/ev
 class Server:
     """A running `lwc serve --transport http` process and everything it wrote."""
 
-    def __init__(self, workspace: Path, home: Path, *flags: str, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        home: Path,
+        *flags: str,
+        env: dict[str, str],
+        stdin: int = subprocess.DEVNULL,
+    ) -> None:
         argv = lwc_command("serve", "--mcp", "--transport", "http")
         if not any(flag.startswith("--http-listen") for flag in flags):
             argv += ["--http-listen", "127.0.0.1:0"]
@@ -42,7 +52,7 @@ class Server:
         self.workspace = workspace
         self.proc = subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**_base_env(home), **env},
@@ -364,11 +374,38 @@ def test_clients_hanging_up_mid_body_never_take_the_server_down(shared: Server) 
     assert request(shared.port)[0] == 200
 
 
-def test_stdin_is_never_read(shared: Server) -> None:
-    """The server's stdin is at EOF from the start, and it keeps serving (stdio would stop)."""
-    time.sleep(0.2)
-    assert shared.proc.poll() is None
-    assert request(shared.port)[0] == 200
+def _unread(pipe_fd: int) -> int:
+    """How many bytes wait in the pipe behind `pipe_fd` (either end)."""
+    count = array.array("i", [0])
+    fcntl.ioctl(pipe_fd, termios.FIONREAD, count)
+    return count[0]
+
+
+def test_stdin_is_never_read(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A frame waiting on stdin stays unread while the server serves, and EOF does not stop it."""
+    frame = PING + b"\n"
+    read_end, write_end = os.pipe()
+    with open(write_end, "wb", buffering=0) as feeder:
+        feeder.write(frame)
+        try:
+            server = Server(
+                tmp_path_factory.mktemp("ws"),
+                tmp_path_factory.mktemp("home"),
+                env={},
+                stdin=read_end,
+            )
+        finally:
+            os.close(read_end)  # only the server holds it now
+        try:
+            assert request(server.port)[0] == 200
+            assert _unread(write_end) == len(frame)  # a stdio server would have taken it
+            feeder.close()  # EOF: a stdio server stops here
+            assert request(server.port)[0] == 200
+            assert server.proc.poll() is None
+        finally:
+            code, stdout = server.stop()
+    assert (code, stdout) == (0, b"")
+    assert server.stderr == [f"lwc: listening on {server.url}"], "\n".join(server.stderr)
 
 
 # -- the mcp SDK's own client ------------------------------------------------------------
