@@ -35,4 +35,8 @@ export LWC_TEST_CODEGRAPH_BINARY
 if [ "$#" -eq 0 ]; then
     bash scripts/conformance.sh "$VENV/bin/python"
 fi
-exec "$VENV/bin/python" -m pytest "$@"
+# Coverage of lwc_trio, report only. The figure covers the in-process tests only: the
+# black-box tests' `lwc` subprocesses are not measured (pytest-cov 7 no longer starts
+# coverage in subprocesses, and those tests' scratch directories must stay free of
+# coverage data files), so code reached only through a real process counts as missed.
+exec "$VENV/bin/python" -m pytest --cov --cov-report=term "$@"
