@@ -134,7 +134,8 @@ def test_config_set_accepts_lwc_engine_names(tmp_path: Path, engine: str) -> Non
     project.mkdir(parents=True)
     out_json(run_lwc("init", cwd=project, home=home))
     result = out_json(run_lwc("config", "set", "--graph", engine, cwd=project, home=home))
-    assert result["changed"] is True and result["graph"]["enabled"] is True
+    assert result["changed"] is True
+    assert result["graph"]["enabled"] is True
     assert result["graph"]["status"] == "pending"
 
 

@@ -108,7 +108,8 @@ def test_round_trip_of_every_field(box: tuple[Path, Path], tmp_path: Path) -> No
     assert report["sources"] == {"created": 2, "existing": 0}
     assert (report["citations"], report["provenance"], report["links"]) == (3, 3, 3)
     assert report["linksToMissingPages"] == 1
-    assert report["lwcFormat"] == 16 and report["lwcStoreKeptAt"] is None
+    assert report["lwcFormat"] == 16
+    assert report["lwcStoreKeptAt"] is None
     assert report["notImported"] == {
         "tags": 2, "retrieval_weights": 3, "todo_items": 1, "plans": 1,
     }  # fmt: skip
@@ -133,7 +134,8 @@ def test_round_trip_of_every_field(box: tuple[Path, Path], tmp_path: Path) -> No
             ["user-provided"],
         )
         gamma = wiki.get_page("gamma")
-        assert gamma["title"] == "Gamma 日本語" and gamma["sources"] == sorted([first, second])
+        assert gamma["title"] == "Gamma 日本語"
+        assert gamma["sources"] == sorted([first, second])
         assert gamma["provenance"] == ["source-grounded"]
         one = wiki.get_source(first, offset=0, max_chars=100)
         assert (one["title"], one["origin"], one["content"], one["createdAt"]) == (
@@ -163,7 +165,8 @@ def test_the_lwc_store_is_never_modified(box: tuple[Path, Path], tmp_path: Path)
     folder = tmp_path / "old" / ".lwc"
     make_wal_only_store(folder / "wiki.db", sample_pages(), sample_sources())
     before = snapshot(folder)
-    assert "wiki.db-wal" in before and "wiki.db-shm" not in before
+    assert "wiki.db-wal" in before
+    assert "wiki.db-shm" not in before
     lwc_import(project, home, folder / "wiki.db")
     assert snapshot(folder) == before
 
@@ -180,7 +183,8 @@ def test_wal_content_not_yet_checkpointed_is_imported(
     assert conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0
     conn.close()
     report = lwc_import(project, home, lwc)
-    assert report["pages"]["created"] == 3 and report["sources"]["created"] == 2
+    assert report["pages"]["created"] == 3
+    assert report["sources"]["created"] == 2
 
 
 def test_duplicate_sources_are_stored_once(box: tuple[Path, Path], tmp_path: Path) -> None:
@@ -255,12 +259,14 @@ def test_converts_the_projects_own_lwc_store_in_place(tmp_path: Path) -> None:
     kept = project / ".lwc" / "lwc-0.16"
     assert report["lwcStoreKeptAt"] == str(kept)
     assert snapshot(kept) == before
-    assert lwc_store_version(lwc) is None and lwc_store_version(kept / "wiki.db") == 16
+    assert lwc_store_version(lwc) is None
+    assert lwc_store_version(kept / "wiki.db") == 16
     assert sorted(os.listdir(project / ".lwc")) == ["lwc-0.16", "wiki.db"]
     found = out_json(run_lwc("explore", "alpha", cwd=project, home=home))
     assert found["memory"]["results"][0]["identifier"] == "alpha"
     again = lwc_import(project, home, kept / "wiki.db")
-    assert again["pages"]["unchanged"] == 3 and again["lwcStoreKeptAt"] is None
+    assert again["pages"]["unchanged"] == 3
+    assert again["lwcStoreKeptAt"] is None
 
 
 def test_creates_a_store_when_there_is_none(tmp_path: Path) -> None:
@@ -277,9 +283,11 @@ def test_refuses_what_is_not_an_lwc_store(box: tuple[Path, Path]) -> None:
     """An lwc_trio store or a missing path is refused with a code that says which."""
     home, project = box
     proc = run_lwc("import", "--from-lwc", str(project / ".lwc"), cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "not_an_lwc_store"
+    assert proc.returncode == 1
+    assert err_code(proc) == "not_an_lwc_store"
     proc = run_lwc("import", "--from-lwc", str(project / "nope"), cwd=project, home=home)
-    assert proc.returncode == 1 and err_code(proc) == "store_not_found"
+    assert proc.returncode == 1
+    assert err_code(proc) == "store_not_found"
     proc = run_lwc("import", cwd=project, home=home)
     assert proc.returncode == 2
 
@@ -376,7 +384,8 @@ def test_progress_bar_only_on_a_terminal(box: tuple[Path, Path], tmp_path: Path)
     home, project = box
     lwc = make_lwc_store(tmp_path / "o" / "wiki.db", sample_pages())
     piped = run_lwc("import", "--from-lwc", str(lwc), cwd=project, home=home)
-    assert piped.returncode == 0 and piped.stderr == b""
+    assert piped.returncode == 0
+    assert piped.stderr == b""
     master, slave = pty.openpty()
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
@@ -387,7 +396,8 @@ def test_progress_bar_only_on_a_terminal(box: tuple[Path, Path], tmp_path: Path)
     drawn = os.read(master, 4096)
     os.close(master)
     assert proc.returncode == 0
-    assert b"Reading LWC store [" in drawn and b"3/3" in drawn
+    assert b"Reading LWC store [" in drawn
+    assert b"3/3" in drawn
 
 
 def test_a_failure_while_writing_leaves_the_store_as_it_was(box: tuple[Path, Path]) -> None:
@@ -404,7 +414,8 @@ def test_a_failure_while_writing_leaves_the_store_as_it_was(box: tuple[Path, Pat
                 [PageInput("ok", "Ok", "body"), PageInput("bad", "Bad", "b", sources=("src-0",))],
             )
         assert refused.value.code == "source_not_found"
-        assert wiki.source_ids() == set() and wiki.list_pages() == []
+        assert wiki.source_ids() == set()
+        assert wiki.list_pages() == []
     assert snapshot(project / ".lwc") == before
 
 
@@ -423,6 +434,7 @@ def test_other_commands_name_the_import_on_an_lwc_store(
     lwc = make_wal_only_store(project / ".lwc" / "wiki.db", sample_pages())
     before = snapshot(project / ".lwc")
     proc = run_lwc(*command, cwd=project, home=home, stdin=b"body")
-    assert proc.returncode == 1 and err_code(proc) == "unsupported_store_version"
+    assert proc.returncode == 1
+    assert err_code(proc) == "unsupported_store_version"
     assert f"`lwc import --from-lwc {lwc}`" in proc.stderr.decode()
     assert snapshot(project / ".lwc") == before

@@ -104,7 +104,8 @@ async def test_mcp_server_negotiates_and_lists_one_read_only_tool(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     first, listed, pong = [json.loads(line) for line in done.stdout.splitlines()]
-    assert first["id"] == 1 and first["result"]["protocolVersion"] == "2024-11-05"
+    assert first["id"] == 1
+    assert first["result"]["protocolVersion"] == "2024-11-05"
     assert first["result"]["serverInfo"]["name"] == "lwc"
     assert isinstance(first["result"]["capabilities"]["tools"], dict)
     [tool] = listed["result"]["tools"]
@@ -126,7 +127,8 @@ async def test_mcp_rejects_relative_project_path_without_creating_state(
     is_error, value = await explore(
         project, env, {"query": "release policy", "projectPath": "relative/project"}
     )
-    assert is_error and value["error"]["code"] == "invalid_project_path"
+    assert is_error
+    assert value["error"]["code"] == "invalid_project_path"
     assert not (project / "relative").exists()
     assert os.listdir(project) == []
 
@@ -143,7 +145,8 @@ async def test_mcp_enforces_declared_mode_scope_and_count_bounds(
     is_error, value = await explore(
         project, env, {"query": "x", "projectPath": str(project), **bad}
     )
-    assert is_error and value["error"]["code"] == "invalid_arguments"
+    assert is_error
+    assert value["error"]["code"] == "invalid_arguments"
 
 
 async def test_mcp_rejects_oversized_frames_and_sensitive_roots_then_continues(
@@ -162,7 +165,8 @@ async def test_mcp_rejects_oversized_frames_and_sensitive_roots_then_continues(
     assert frames[0]["error"]["code"] == -32600
     assert frames[1]["result"] == {}
     is_error, value = await explore(project, env, {"query": "x", "projectPath": "/"})
-    assert is_error and value["error"]["code"] == "invalid_project_path"
+    assert is_error
+    assert value["error"]["code"] == "invalid_project_path"
 
 
 async def test_mcp_rejects_a_symlinked_project_boundary(
@@ -172,7 +176,8 @@ async def test_mcp_rejects_a_symlinked_project_boundary(
     alias = tmp_path / "alias"
     alias.symlink_to(project)
     is_error, value = await explore(project, env, {"query": "x", "projectPath": str(alias)})
-    assert is_error and value["error"]["code"] == "invalid_project_path"
+    assert is_error
+    assert value["error"]["code"] == "invalid_project_path"
 
 
 async def test_mcp_explicit_project_path_ignores_conflicting_ambient_root(
@@ -203,7 +208,8 @@ async def test_mcp_rejects_project_paths_outside_the_host_workspace(
     is_error, value = await explore(
         workspace, env, {"query": "private sibling", "projectPath": str(sibling)}
     )
-    assert is_error and value["error"]["code"] == "project_path_outside_workspace"
+    assert is_error
+    assert value["error"]["code"] == "project_path_outside_workspace"
 
 
 async def test_mcp_explicit_host_workspace_accepts_that_project_from_another_cwd(
@@ -353,7 +359,8 @@ async def test_mcp_memory_mode_expands_only_one_ready_physical_graph_seed(
     assert graph["status"]["status"] == "ready", graph
     assert graph["seed"] in ("graph-a", "graph-b")
     nodes = graph["neighborhood"]["nodes"]
-    assert len(nodes) <= 12 and all(node["depth"] <= 1 for node in nodes)
+    assert len(nodes) <= 12
+    assert all(node["depth"] <= 1 for node in nodes)
     assert tree(project / ".lwc") == before
 
 
