@@ -14,6 +14,8 @@ DEFAULT_CODE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_IN_FLIGHT: Final = 32
 DEFAULT_QUEUE_SIZE: Final = 256
 DEFAULT_GRACE: Final = 2.0
+DEFAULT_AUTH_TIMEOUT: Final = 2.0
+"""SPEC §3: a path check not done by then is `invalid_project_path`."""
 DEFAULT_HTTP_LISTEN: Final = "127.0.0.1:8080"
 
 
@@ -59,5 +61,9 @@ class ServerConfig:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     queue_size: int = DEFAULT_QUEUE_SIZE
     grace: float = DEFAULT_GRACE
+    auth_timeout: float = DEFAULT_AUTH_TIMEOUT
     http: HttpConfig | None = None
     """Set only with `--transport http`."""
+    workspace_refusal: str | None = None
+    """Set when the default workspace (no `--path`) is a prohibited root (SPEC §1): the
+    server still serves, and every tool call is `workspace_too_broad` with this message."""

@@ -1,7 +1,8 @@
 """`LWC_FAULTS`: scripted fault injection for hosts testing plane isolation.
 
-Grammar (SPEC §6): `PLANE=FAULT[*N]` entries separated by `;`, PLANE `memory`
-or `code`, FAULT `hang`, `raise`, `crash`, `garbage` or `delay:S`. A plane's
+Grammar (SPEC §6): `PLANE=FAULT[*N]` entries separated by `;`, PLANE `memory`,
+`code` or `auth` (the path check), FAULT `hang`, `raise`, `crash`, `garbage` or
+`delay:S` (for `auth` only `hang`, `raise` and `delay:S`). A plane's
 entries form a script over its successive calls: `*N` covers the next N calls,
 an entry without a count covers every remaining call; after the script the
 plane behaves normally.
@@ -17,8 +18,10 @@ import attrs
 
 from lwc_trio.exceptions import FaultSpecError
 
-PLANES: Final = ("memory", "code")
+PLANES: Final = ("memory", "code", "auth")
 KINDS: Final = ("hang", "raise", "crash", "garbage", "delay")
+AUTH_KINDS: Final = ("hang", "raise", "delay")
+"""The path check has no worker to crash and no result shape to garble."""
 
 Kind = Literal["hang", "raise", "crash", "garbage", "delay"]
 
@@ -72,7 +75,9 @@ def parse(spec: str) -> dict[str, list[_Entry]]:
         plane, sep, rest = entry.partition("=")
         plane = plane.strip()
         if not sep or plane not in PLANES:
-            raise FaultSpecError(f"LWC_FAULTS {where}: expected memory=FAULT or code=FAULT")
+            raise FaultSpecError(
+                f"LWC_FAULTS {where}: expected memory=FAULT, code=FAULT or auth=FAULT"
+            )
         body, star, count_text = rest.strip().partition("*")
         count: int | None = None
         if star:
@@ -80,7 +85,12 @@ def parse(spec: str) -> dict[str, list[_Entry]]:
             if not (count_text.isascii() and count_text.isdecimal()) or int(count_text) < 1:
                 raise FaultSpecError(f"LWC_FAULTS {where}: *N needs a positive integer")
             count = int(count_text)
-        scripts[plane].append(_Entry(_parse_fault(body.strip(), where), count))
+        fault = _parse_fault(body.strip(), where)
+        if plane == "auth" and fault.kind not in AUTH_KINDS:
+            raise FaultSpecError(
+                f"LWC_FAULTS {where}: the path check takes hang, raise or delay:S only"
+            )
+        scripts[plane].append(_Entry(fault, count))
     return scripts
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from lwc_trio.actors.supervisor import serve_stdio
+from lwc_trio.actors.stdio import serve_stdio
 from lwc_trio.config import ServerConfig
 from lwc_trio.faults import FaultPlan
 
@@ -194,17 +196,49 @@ async def test_eof_answers_every_in_flight_call_before_exit(
     assert h.exited_at == pytest.approx(1.5)
 
 
-async def test_eof_cancels_what_outlasts_the_grace(
+async def test_eof_answers_a_call_that_outlasts_the_grace(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
-    """A call still running when the grace ends is cancelled and the server exits 0."""
+    """stdin EOF is not a stop request: a call slower than the grace is still answered."""
     config = attrs.evolve(config, memory_timeout=60.0)
     async with running(config, scripted(MEMORY_READY, 30.0), scripted(CODE_READY, 0)) as h:
         await h.call(1)
         await h.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         await trio.sleep(0.5)
         await h.to_server.aclose()
-    assert list(h.answers) == [2]
+    assert h.order == [2, 1]
+    assert h.answers[1][0] == pytest.approx(30.0)
+    assert h.exit_code == 0
+    assert h.exited_at == pytest.approx(30.0)
+
+
+async def test_eof_answers_calls_queued_beyond_the_in_flight_bound(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """Six piped calls, two in flight at a time, stdin closed at once: all six answered."""
+    config = attrs.evolve(config, max_in_flight=2)
+    async with running(config, scripted(MEMORY_READY, 3.0), scripted(CODE_READY, 0)) as h:
+        for rid in range(6):
+            await h.call(rid)
+        await h.to_server.aclose()
+    assert sorted(h.answers) == [0, 1, 2, 3, 4, 5]
+    times = sorted(at for at, _ in h.answers.values())
+    assert times == pytest.approx([3.0, 3.0, 6.0, 6.0, 9.0, 9.0])
+    assert all(h.structured(rid)["memory"] == MEMORY_READY for rid in range(6))
+    assert h.exit_code == 0
+
+
+async def test_signal_cancels_what_outlasts_the_grace(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """SIGTERM keeps the grace: what finishes in it is answered, the rest is cancelled."""
+    config = attrs.evolve(config, memory_timeout=60.0)
+    async with running(config, scripted(MEMORY_READY, 1.0), scripted(CODE_READY, 30.0)) as h:
+        await h.call(1)
+        await h.call(2, mode="code")
+        await trio.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert list(h.answers) == [1]
     assert h.exit_code == 0
     assert h.exited_at == pytest.approx(0.5 + config.grace)
 
@@ -392,3 +426,173 @@ async def test_writer_joins_queued_answers_into_one_write() -> None:
     await StdoutWriter(stream, recv).run()
     assert b"".join(stream.writes) == b"".join(lines)
     assert len(stream.writes) == 1
+
+
+class _StalledStream(trio.abc.SendStream):
+    """A stdout whose reader has stopped reading until `release` is set (a paused host)."""
+
+    def __init__(self) -> None:
+        self.release = trio.Event()
+        self.data = bytearray()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.release.wait()
+        self.data += data
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.release.wait()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def test_stalled_writer_loses_no_answer(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """A host that stops reading for a minute during a 200-call burst still gets 200 answers.
+
+    While it stalls, finished calls hold their slots, the queue fills and reading pauses
+    (a ping behind the burst waits too); nothing is dropped.
+    """
+    config = attrs.evolve(config, queue_size=16)
+    to_server, server_in = trio.testing.memory_stream_one_way_pair()
+    stdout = _StalledStream()
+    engines = {"memory": scripted(MEMORY_READY, 0.01), "code": scripted(CODE_READY, 0)}
+    arguments = {"query": "q", "projectPath": str(config.workspace)}
+    lines = b"".join(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": "lwc_explore", "arguments": arguments},
+            }
+        ).encode()
+        + b"\n"
+        for rid in range(200)
+    )
+    exit_code: list[int] = []
+
+    async def serve() -> None:
+        exit_code.append(await serve_stdio(config, FaultPlan(), server_in, stdout, engines))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        nursery.start_soon(
+            to_server.send_all, lines + b'{"jsonrpc":"2.0","id":"p","method":"ping"}\n'
+        )
+        await trio.sleep(60)
+        assert b'"p"' not in stdout.data  # the ping is behind the paused reader
+        stdout.release.set()
+        await trio.sleep(1)
+        await to_server.aclose()
+    ids = [json.loads(line)["id"] for line in bytes(stdout.data).splitlines()]
+    assert sorted(i for i in ids if i != "p") == list(range(200))
+    assert ids.count("p") == 1
+    assert exit_code == [0]
+
+
+async def test_hung_path_check_answers_at_its_deadline(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """auth=hang: that call gets invalid_project_path at 2 s; a ping and the next call don't wait."""
+    async with running(
+        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults="auth=hang*1"
+    ) as h:
+        await h.call(1)
+        await trio.sleep(0.5)
+        await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        await h.call(2)
+        await trio.sleep(5)
+        await h.to_server.aclose()
+    assert h.answers["p"][0] == pytest.approx(0.5)
+    assert h.answers[2][0] == pytest.approx(0.5)
+    assert h.structured(2)["memory"] == MEMORY_READY
+    at, message = h.answers[1]
+    assert at == pytest.approx(config.auth_timeout)
+    assert message["result"]["isError"] is True
+    assert h.structured(1)["error"] == {
+        "code": "invalid_project_path",
+        "message": "projectPath could not be checked within 2 s",
+        "field": "projectPath",
+    }
+
+
+async def test_hung_checks_do_not_use_up_the_authorizer(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """Four checks hang one after another; each thread is replaced, later calls still pass."""
+    async with running(
+        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults="auth=hang*4"
+    ) as h:
+        for rid in range(4):
+            await h.call(rid)
+            await trio.sleep(3)
+        await h.call(9)
+        await trio.sleep(1)
+        await h.to_server.aclose()
+    for rid in range(4):
+        assert h.structured(rid)["error"]["code"] == "invalid_project_path"
+    assert h.answers[9][0] == pytest.approx(12.0)
+    assert h.structured(9)["memory"] == MEMORY_READY
+
+
+@pytest.mark.parametrize(
+    ("fault", "at", "error"),
+    [
+        ("raise", 0.0, "projectPath could not be checked"),
+        ("delay:1.5", 1.5, None),
+        ("delay:3", 2.0, "projectPath could not be checked within 2 s"),
+    ],
+)
+async def test_auth_faults(
+    config: ServerConfig,
+    clock: trio.testing.MockClock,
+    fault: str,
+    at: float,
+    error: str | None,
+) -> None:
+    """auth=raise fails the check at once; delay:S answers normally, or at 2 s when S >= 2."""
+    async with running(
+        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults=f"auth={fault}"
+    ) as h:
+        await h.call(1)
+        await trio.sleep(5)
+        await h.to_server.aclose()
+    assert h.answers[1][0] == pytest.approx(at, abs=0.03)
+    result = h.structured(1)
+    if error is None:
+        assert result["memory"] == MEMORY_READY
+    else:
+        assert result["error"]["code"] == "invalid_project_path"
+        assert result["error"]["message"] == error
+
+
+async def test_default_workspace_too_broad_refuses_every_call(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """A refused default workspace answers ping and tools/list, and every call is the guidance."""
+    config = attrs.evolve(config, workspace_refusal="started in / without --path: too broad")
+    async with running(config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0)) as h:
+        await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        await h.call(1)
+        await h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "lwc_explore", "arguments": {"bogus": 1}},
+            }
+        )
+        await trio.sleep(1)
+        await h.to_server.aclose()
+    assert h.answers["p"][1]["result"] == {}
+    for rid in (1, 2):
+        assert h.answers[rid][1]["result"]["isError"] is True
+        assert h.structured(rid) == {
+            "error": {
+                "code": "workspace_too_broad",
+                "message": "started in / without --path: too broad",
+                "field": "projectPath",
+            }
+        }

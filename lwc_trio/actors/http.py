@@ -1,13 +1,13 @@
 """The HTTP transport actor: stateless streamable HTTP on hypercorn's Trio worker.
 
-A small ASGI app sits between hypercorn and the same `Dispatcher` the stdio
-transport uses. Every decision about a request (status codes, their order,
-headers, bodies) is a pure function in `lwc_trio.protocol.http_rules`; this
-module only moves bytes, counts tool calls in flight and owns the lifetimes:
-the request's work is cancelled when its client goes away, and SIGINT/SIGTERM
-stop accepting, let in-flight requests finish within the grace, then stop the
-services (which reaps the CodeGraph child). hypercorn is imported here only,
-and this module only in HTTP mode.
+A small ASGI app sits between hypercorn and the same explore pipeline
+(`actors/explore.py`) the stdio transport uses. Every decision about a request
+(status codes, their order, headers, bodies) is a pure function in
+`lwc_trio.protocol.http_rules`; this module only moves bytes, counts tool calls
+in flight and owns the lifetimes: the request's work is cancelled when its
+client goes away, and SIGINT/SIGTERM stop accepting, let in-flight requests
+finish within the grace, then stop the services (which reaps the CodeGraph
+child). hypercorn is imported here only, and this module only in HTTP mode.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from lwc_trio.actors.dispatcher import Dispatcher
+from lwc_trio.actors.explore import Explorer
 from lwc_trio.actors.planes import EngineFactory
 from lwc_trio.actors.supervisor import Services
 from lwc_trio.config import HttpConfig, ServerConfig
@@ -92,7 +92,8 @@ class McpHttpApp:
     """The ASGI app: one POST, one JSON-RPC message, one answer."""
 
     policy: http_rules.Policy
-    dispatcher: Dispatcher
+    explorer: Explorer
+    version: str
     max_in_flight: int
     slots: trio.Semaphore = attrs.field(init=False)
 
@@ -132,7 +133,7 @@ class McpHttpApp:
         routed = http_rules.route_body(bytes(inbound.body))
         if isinstance(routed, Response):
             return routed
-        answer = self.dispatcher.immediate(routed)
+        answer = session.answer(routed, self.version)
         if not isinstance(answer, session.ToolCall):
             return http_rules.reply(answer)
         try:
@@ -140,7 +141,7 @@ class McpHttpApp:
         except trio.WouldBlock:
             return http_rules.busy(answer.id, self.max_in_flight)
         try:
-            return http_rules.Response(200, await self.dispatcher.call(answer))
+            return http_rules.Response(200, await self.explorer.call(answer))
         finally:
             self.slots.release()
 
@@ -301,7 +302,7 @@ async def serve_http(
         token=token,
     )
     services = Services(config, faults, engines)
-    app = McpHttpApp(policy, services.dispatcher(), config.max_in_flight)
+    app = McpHttpApp(policy, services.explorer(), config.version, config.max_in_flight)
     url = f"http://{http_rules.url_host(http.address)}:{port}{http.base_path}"
     if http.remote:
         _say(

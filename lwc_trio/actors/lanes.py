@@ -17,31 +17,53 @@ the whole session instead of losing it whenever an idle thread is retired.
 Cancellation abandons, as `abandon_on_cancel=True` does: a job still queued is dropped, a
 running one finishes in its thread and its result is thrown away (callers that can stop
 early pass the thread a flag of their own).
+
+A thread can also get stuck for good: a path check on a dead network mount, a SQLite open
+of a FIFO planted where a store's journal should be. A lane built with `replace_after`
+writes off a thread whose abandoned job is still running that long after it was abandoned,
+and starts another in its place, so a stuck thread costs the lane nothing but the thread
+itself (at most `MAX_STUCK` such threads per lane; beyond that the lane runs short rather
+than grow without bound). The stuck thread exits if its job ever returns.
+
+Jobs outstanding (queued or running) are bounded like the mailboxes in front of the lane:
+`run()` and `wait_room()` wait, in trio, while the lane is full.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 import outcome
 import trio
 
-__all__ = ["LaneClosed", "ThreadLane", "open_lane"]
+__all__ = ["MAX_STUCK", "LaneClosed", "ThreadLane", "open_lane"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("lwc.lanes")
 
+MAX_STUCK: Final = 16
+"""Written-off threads a lane tolerates at once before it stops replacing them."""
+DEFAULT_QUEUE: Final = 64
+"""Jobs waiting beyond the running ones, by default (the size of an actor's mailbox)."""
+
 
 class LaneClosed(Exception):
     """The lane shut down before the job could run."""
+
+
+@attrs.define(eq=False)
+class _Worker:
+    thread: threading.Thread | None = None
+    job: _Job | None = None
+    lost: bool = False
+    """Written off: stuck in an abandoned job, replaced, no longer counted."""
 
 
 @attrs.define(eq=False)
@@ -51,6 +73,10 @@ class _Job:
     done: Callable[[outcome.Outcome[Any]], None]
     abandoned: bool = False
     started: bool = False
+    finished: bool = False
+    counted: bool = True
+    """Holds one unit of the lane's room until it is delivered or abandoned."""
+    worker: _Worker | None = None
 
 
 class ThreadLane:
@@ -63,36 +89,74 @@ class ThreadLane:
     after another on one thread, which on a busy server beats several threads contending
     for the interpreter lock, while a slow job still cannot hold up the next one for longer
     than `grow_after`.
+
+    With `replace_after` (seconds, 0 for at once), a thread still running a job that long
+    after the job was abandoned is written off and replaced (see the module docstring).
+    `queue` bounds the jobs waiting beyond the running ones.
     """
 
-    def __init__(self, name: str, threads: int, *, grow_after: float | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        threads: int,
+        *,
+        grow_after: float | None = None,
+        replace_after: float | None = None,
+        queue: int = DEFAULT_QUEUE,
+    ) -> None:
         if threads < 1:
             raise ValueError("a lane needs at least one thread")
         self.name = name
         self.max_threads = threads
         self.grow_after = grow_after
+        self.replace_after = replace_after
         self._token = trio.lowlevel.current_trio_token()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue: collections.deque[_Job] = collections.deque()
         self._finished: list[tuple[_Job, outcome.Outcome[Any]]] = []
         self._delivery_posted = False
-        self._threads: list[threading.Thread] = []
+        self._workers: list[_Worker] = []
+        """Threads that count toward `max_threads` (written-off ones are not here)."""
+        self._started = 0
+        self._stuck = 0
+        """Written-off threads whose job has not returned yet."""
         self._idle = 0
         """Threads waiting for work that no one has woken yet."""
         self._working = 0
         """Threads running a job, or woken or started to take one."""
         self._closed = False
+        # The room is touched only in the trio thread.
+        self._limit = threads + max(queue, 0)
+        self._outstanding = 0
+        self._room = trio.lowlevel.ParkingLot()
+
+    @property
+    def stuck(self) -> int:
+        """Threads written off and not yet returned."""
+        return self._stuck
+
+    @property
+    def threads(self) -> int:
+        """Threads that count toward the lane's capacity now."""
+        return len(self._workers)
 
     # -- the loop side ------------------------------------------------------------------
+
+    async def wait_room(self) -> None:
+        """Wait until the lane has room for one more job (its queue is bounded)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while self._outstanding >= self._limit and not self._closed:
+            await self._room.park()
 
     def submit(
         self, fn: Callable[..., Any], *args: Any, done: Callable[[outcome.Outcome[Any]], None]
     ) -> Callable[[], None]:
         """Queue `fn(*args)`; `done(outcome)` runs later in the trio thread.
 
-        Returns a function that abandons the job: if it has not started it never runs, and
-        either way `done` is not called. Raises `LaneClosed` after `close()`.
+        Callers that respect the bound `await wait_room()` first. Returns a function that
+        abandons the job: if it has not started it never runs, and either way `done` is
+        not called. Raises `LaneClosed` after `close()`.
         """
         job = self._submit(fn, args, done)
         return lambda: self._abandon(job)
@@ -100,9 +164,10 @@ class ThreadLane:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` in a lane thread; its result or exception comes back here.
 
-        On cancellation the job is abandoned (see the module docstring).
+        Waits for room first. On cancellation the job is abandoned (see the module
+        docstring).
         """
-        await trio.lowlevel.checkpoint_if_cancelled()
+        await self.wait_room()
         if self.grow_after is not None:
             return await self._run_growing(fn, args, self.grow_after)
         task = trio.lowlevel.current_task()
@@ -147,7 +212,9 @@ class ThreadLane:
             self._queue.clear()
             self._wake.notify_all()
         for job in dropped:
+            self._release(job)
             job.done(outcome.Error(LaneClosed(f"{self.name} lane closed")))
+        self._room.unpark_all()
 
     def _submit(
         self,
@@ -162,7 +229,15 @@ class ThreadLane:
             self._queue.append(job)
             if self.grow_after is None or self._working == 0:
                 self._add_worker()
+        self._outstanding += 1
         return job
+
+    def _release(self, job: _Job) -> None:
+        # Trio thread only: the job no longer takes up room in the lane.
+        if job.counted:
+            job.counted = False
+            self._outstanding -= 1
+            self._room.unpark()
 
     def _grow(self, job: _Job) -> None:
         """`job` has waited `grow_after`: bring in another thread if it is still queued."""
@@ -177,26 +252,60 @@ class ThreadLane:
             self._idle -= 1
             self._working += 1
             self._wake.notify()
-        elif len(self._threads) < self.max_threads:
+        elif len(self._workers) < self.max_threads:
             self._working += 1
-            thread = threading.Thread(
-                target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
+            worker = _Worker()
+            worker.thread = threading.Thread(
+                target=self._work, args=(worker,), name=f"{self.name}-{self._started}", daemon=True
             )
-            self._threads.append(thread)
-            thread.start()
+            self._started += 1
+            self._workers.append(worker)
+            worker.thread.start()
 
     def _abandon(self, job: _Job) -> None:
+        running = False
         with self._lock:
             job.abandoned = True
-            # Not queued means running or finished: its result is dropped on delivery.
-            with contextlib.suppress(ValueError):
+            try:
                 self._queue.remove(job)
+            except ValueError:
+                # Not queued: running (its result is dropped on delivery) or finished.
+                running = job.started and not job.finished
+        self._release(job)
+        if running and self.replace_after is not None:
+            if self.replace_after <= 0:
+                self._write_off(job)
+            else:
+                trio.lowlevel.spawn_system_task(self._write_off_later, job)
+
+    async def _write_off_later(self, job: _Job) -> None:
+        assert self.replace_after is not None
+        await trio.sleep(self.replace_after)
+        self._write_off(job)
+
+    def _write_off(self, job: _Job) -> None:
+        """`job` was abandoned and is still running: replace its thread (trio thread)."""
+        with self._lock:
+            worker = job.worker
+            if job.finished or worker is None or worker.lost or self._closed:
+                return
+            if self._stuck >= MAX_STUCK:
+                log.warning("%s lane: %d threads stuck; not replacing more", self.name, MAX_STUCK)
+                return
+            worker.lost = True
+            self._workers.remove(worker)
+            self._working -= 1
+            self._stuck += 1
+            log.warning("%s lane: a thread is stuck in an abandoned job; replaced", self.name)
+            if self._queue:
+                self._add_worker()
 
     def _deliver(self) -> None:
         with self._lock:
             finished, self._finished = self._finished, []
             self._delivery_posted = False
         for job, result in finished:
+            self._release(job)
             if not job.abandoned:
                 try:
                     job.done(result)
@@ -205,7 +314,7 @@ class ThreadLane:
 
     # -- the thread side ----------------------------------------------------------------
 
-    def _work(self) -> None:
+    def _work(self, worker: _Worker) -> None:
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
@@ -217,24 +326,41 @@ class ThreadLane:
                     return
                 job = self._queue.popleft()
                 job.started = True
+                job.worker = worker
+                worker.job = job
             result = outcome.capture(job.fn, *job.args)
             with self._lock:
+                job.finished = True
+                worker.job = None
                 self._finished.append((job, result))
                 post = not self._delivery_posted
                 self._delivery_posted = True
+                lost = worker.lost
+                if lost:
+                    # Replaced long ago: this thread no longer belongs to the lane.
+                    self._stuck -= 1
             if post:
                 try:
                     self._token.run_sync_soon(self._deliver)
                 except trio.RunFinishedError:
                     return  # the run is over: nobody is left to take results
+            if lost:
+                return
 
 
 @asynccontextmanager
 async def open_lane(
-    name: str, threads: int, *, grow_after: float | None = None
+    name: str,
+    threads: int,
+    *,
+    grow_after: float | None = None,
+    replace_after: float | None = None,
+    queue: int = DEFAULT_QUEUE,
 ) -> AsyncIterator[ThreadLane]:
     """A lane for the duration of the block; closed on the way out."""
-    lane = ThreadLane(name, threads, grow_after=grow_after)
+    lane = ThreadLane(
+        name, threads, grow_after=grow_after, replace_after=replace_after, queue=queue
+    )
     try:
         yield lane
     finally:

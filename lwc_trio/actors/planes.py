@@ -7,6 +7,10 @@ If the worker dies (a `crash` fault, or its engine blowing up), its nursery
 cancels every job, each job's reply channel closes, and every waiting request
 learns `<plane>_crashed` at once; the supervisor then starts a fresh worker on
 the same mailbox.
+
+Each plane also owns how it is asked (`PlaneClient`): its own argument rules and
+the query it builds from validated arguments, so the explore pipeline knows
+plane names and deadlines, never a plane's query fields.
 """
 
 from __future__ import annotations
@@ -17,18 +21,25 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Final
+from pathlib import Path
+from typing import Any, Final, Literal
 
 import attrs
 import trio
 
 from lwc_trio.actors.lanes import open_lane
+from lwc_trio.config import ServerConfig
 from lwc_trio.faults import Fault, FaultPlan
+from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
 from lwc_trio.protocol.results import check_plane, fault_code, plane_error
 
 log = logging.getLogger("lwc.planes")
 
-Engine = Callable[[Any], Awaitable[dict[str, Any]]]
+PlaneName = Literal["memory", "code"]
+PlaneObject = dict[str, Any]
+"""A plane's SPEC §2.1 object (`memory` or `codeGraph`): `{"state": ...}` and its fields."""
+
+Engine = Callable[[Any], Awaitable[PlaneObject]]
 EngineFactory = Callable[[], Any]  # () -> async context manager yielding an Engine
 
 MAILBOX_SIZE: Final = 64
@@ -44,6 +55,10 @@ less time and 40 % less CPU than with four threads taking turns at the GIL; see
 docs/benchmarks.md); a slow one (a large store, a writer's lock) holds the next up by no
 more than this. At 2 ms, searches slowed by a busy event loop already waited long enough to
 bring in more threads, and the gain was gone."""
+MEMORY_REPLACE_AFTER: Final = 1.0
+"""A search abandoned at its deadline normally stops within milliseconds (SQLite's progress
+handler sees the flag); a thread still in it a second later is stuck (a store file swapped
+for a FIFO, a hung mount) and is replaced so the plane keeps its capacity."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
 timeout answer before concluding the worker itself is stuck."""
@@ -73,7 +88,7 @@ class PlaneJob:
 class PlaneWorker:
     """The actor serving one plane's mailbox until it is cancelled or crashes."""
 
-    plane: str
+    plane: PlaneName
     inbox: trio.MemoryReceiveChannel[PlaneJob]
     faults: FaultPlan
     open_engine: EngineFactory
@@ -127,8 +142,8 @@ def _timeout(plane: str) -> dict[str, Any]:
 
 
 async def ask(
-    mailbox: trio.MemorySendChannel[PlaneJob], plane: str, payload: Any, deadline: float
-) -> dict[str, Any]:
+    mailbox: trio.MemorySendChannel[PlaneJob], plane: PlaneName, payload: Any, deadline: float
+) -> PlaneObject:
     """Run `payload` on a plane until `deadline` (trio time); always returns a plane object.
 
     Whatever goes wrong on the plane's side (timeout, crash, garbage, an
@@ -172,7 +187,13 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
     trio, where a deadline or a cancellation drops them at no cost.
     """
     limiter = trio.CapacityLimiter(MEMORY_THREADS)
-    async with open_lane("lwc-memory", MEMORY_THREADS, grow_after=MEMORY_GROW_AFTER) as lane:
+    async with open_lane(
+        "lwc-memory",
+        MEMORY_THREADS,
+        grow_after=MEMORY_GROW_AFTER,
+        replace_after=MEMORY_REPLACE_AFTER,
+        queue=MAILBOX_SIZE,
+    ) as lane:
 
         async def run(query: Any) -> dict[str, Any]:
             # Imported on first use, not at start-up: initialize is answered sooner.
@@ -202,3 +223,92 @@ async def code_engine(config: Any) -> AsyncIterator[Engine]:
         CodePlaneConfig(call_timeout=config.code_timeout, env=config.env)
     ) as plane:
         yield plane.explore
+
+
+# -- how the pipeline asks each plane ------------------------------------------------------
+
+
+@attrs.frozen
+class PlaneAnswer:
+    """A plane's object and how long the plane took (whole milliseconds)."""
+
+    body: PlaneObject
+    ms: int
+
+
+@attrs.frozen
+class PlaneClient:
+    """One plane as the explore pipeline sees it: mailbox, deadline, its own query."""
+
+    name: PlaneName
+    mailbox: trio.MemorySendChannel[PlaneJob] = attrs.field(hash=False)
+    timeout: float
+    check: Callable[[ExploreArgs], None]
+    """The plane's own argument rules; raises `ArgumentError`."""
+    build: Callable[[ExploreArgs, Path, ServerConfig], Any]
+    """The plane's query from validated arguments and the authorized projectPath."""
+
+    async def ask(self, args: ExploreArgs, project: Path, config: ServerConfig) -> PlaneAnswer:
+        """Run the plane under its own deadline; always answers (see `ask`)."""
+        payload = self.build(args, project, config)
+        started = trio.current_time()
+        body = await ask(self.mailbox, self.name, payload, started + self.timeout)
+        return PlaneAnswer(body, round((trio.current_time() - started) * 1000))
+
+
+def check_memory_arguments(args: ExploreArgs) -> None:
+    """SPEC §2: more than 64 search terms is `invalid_query` when memory is asked."""
+    from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
+
+    terms = len(tokenize(args.query))
+    if terms > MAX_TERMS:
+        raise ArgumentError(
+            "invalid_query",
+            f"$.query has {terms} search terms; at most {MAX_TERMS} are allowed",
+            "query",
+        )
+
+
+def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> Any:
+    """The memory plane's `MemoryQuery`."""
+    from lwc_trio.memory.engine import MemoryQuery
+
+    return MemoryQuery(
+        query=args.query,
+        project_path=project,
+        workspace=config.workspace,
+        home=config.home,
+        scope=args.scope,
+        allowed_scopes=config.allowed_scopes,
+        max_documents=args.maxDocuments,
+    )
+
+
+def _no_rules(_: ExploreArgs) -> None:
+    return None
+
+
+def code_query(args: ExploreArgs, project: Path, config: ServerConfig) -> Any:
+    """The code plane's `CodeQuery`."""
+    from lwc_trio.codegraph.plane import CodeQuery
+
+    return CodeQuery(
+        query=args.query,
+        project_path=project,
+        workspace=config.workspace,
+        max_files=args.maxFiles,
+    )
+
+
+def plane_clients(
+    config: ServerConfig,
+    memory: trio.MemorySendChannel[PlaneJob],
+    code: trio.MemorySendChannel[PlaneJob],
+) -> dict[PlaneName, PlaneClient]:
+    """Both planes, with the deadlines from the configuration."""
+    return {
+        "memory": PlaneClient(
+            "memory", memory, config.memory_timeout, check_memory_arguments, memory_query
+        ),
+        "code": PlaneClient("code", code, config.code_timeout, _no_rules, code_query),
+    }

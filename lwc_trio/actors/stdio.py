@@ -1,21 +1,35 @@
-"""The stdio transport actor: the reader, and the single stdout writer.
+"""The stdio transport: the reader, the call queue, the single stdout writer, `serve_stdio`.
 
-The reader frames stdin (64 KiB cap, never buffering past it), answers what
-needs no plane, and queues tool calls; when the queue is full it stops reading,
-which is the only backpressure a stdio client sees. The writer is the only
-code that touches the protocol stdout.
+The reader frames stdin (64 KiB cap, never buffering past it), answers what needs
+no plane, and queues tool calls. The `CallQueue` starts queued calls under the
+in-flight bound, each in its own cancel scope (so `notifications/cancelled` stops
+exactly the call it names), and hands each finished answer to the writer, the
+only code that touches the protocol stdout.
+
+Nothing is dropped while the host can still read (SPEC §1.1). Backpressure runs
+the whole way back: a full outbox makes a finished call wait, holding its
+in-flight slot; no slot means no new call starts; a full queue makes the reader
+stop reading. Only a broken stdout, or the end of a SIGINT/SIGTERM grace,
+discards computed answers. At stdin EOF every call already read is still
+started and answered (each bounded by its own deadlines), then the server exits.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-from typing import Final
+import signal
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
 
 import attrs
 import trio
 
-from lwc_trio.actors.dispatcher import Dispatcher, Pending
+from lwc_trio.actors.explore import Explorer
+from lwc_trio.actors.planes import EngineFactory
+from lwc_trio.actors.supervisor import Services
+from lwc_trio.config import ServerConfig
+from lwc_trio.faults import FaultPlan
 from lwc_trio.protocol import jsonrpc, session
 from lwc_trio.protocol.framing import FRAME_LIMIT, LineFramer, Oversize
 
@@ -24,6 +38,89 @@ log = logging.getLogger("lwc.stdio")
 READ_SIZE: Final = 65_536
 WRITE_BATCH: Final = 256 * 1024
 """Queued answers joined into one stdout write, up to about this many bytes."""
+OUTBOX_SIZE: Final = 64
+
+_Key = tuple[str, jsonrpc.RequestId]
+
+
+def _key(rid: jsonrpc.RequestId) -> _Key:
+    # JSON-RPC ids 1 and "1" are different requests.
+    return (type(rid).__name__, rid)
+
+
+@attrs.define(eq=False)
+class Pending:
+    """A queued or running tool call and the scope that cancels it."""
+
+    call: session.ToolCall
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+
+@attrs.define(eq=False)
+class CallQueue:
+    """The session's tool calls: cancellable by id from the moment they are read."""
+
+    explorer: Explorer
+    max_in_flight: int
+    _pending: dict[_Key, list[Pending]] = attrs.field(factory=dict)
+
+    def notify(self, note: jsonrpc.Notification) -> None:
+        """Handle a notification (only cancellation does anything)."""
+        if note.method == "notifications/cancelled":
+            rid = session.cancelled_request_id(note.params)
+            if rid is not None:
+                for pending in self._pending.get(_key(rid), ()):
+                    pending.scope.cancel()
+
+    def register(self, call: session.ToolCall) -> Pending:
+        """Make a call cancellable by id from the moment it is queued."""
+        pending = Pending(call)
+        self._pending.setdefault(_key(call.id), []).append(pending)
+        return pending
+
+    def _forget(self, pending: Pending) -> None:
+        key = _key(pending.call.id)
+        group = self._pending.get(key)
+        if group is not None:
+            group.remove(pending)
+            if not group:
+                del self._pending[key]
+
+    async def run(
+        self,
+        calls: trio.MemoryReceiveChannel[Pending],
+        outbox: trio.MemorySendChannel[bytes],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Start queued calls under the in-flight bound until the queue closes.
+
+        Returns once every started call has been answered (or cancelled).
+        """
+        slots = trio.Semaphore(self.max_in_flight)
+        async with outbox, calls, trio.open_nursery() as nursery:
+            task_status.started()
+            async for pending in calls:
+                if pending.scope.cancel_called:
+                    self._forget(pending)
+                    continue
+                await slots.acquire()
+                nursery.start_soon(self._run_one, pending, outbox, slots)
+
+    async def _run_one(
+        self, pending: Pending, outbox: trio.MemorySendChannel[bytes], slots: trio.Semaphore
+    ) -> None:
+        try:
+            with pending.scope:
+                response = await self.explorer.call(pending.call)
+                # Waits for room as long as stdout is open, holding the in-flight slot:
+                # a slow reader slows the server down instead of losing answers.
+                await outbox.send(response + b"\n")
+        except trio.BrokenResourceError:
+            pass  # the writer lost stdout; nobody can read this answer any more
+        finally:
+            slots.release()
+            self._forget(pending)
 
 
 @attrs.define(eq=False)
@@ -31,16 +128,17 @@ class StdioReader:
     """Reads frames from stdin until EOF or cancellation."""
 
     stream: trio.abc.ReceiveStream
-    dispatcher: Dispatcher
+    queue: CallQueue
+    version: str
     calls: trio.MemorySendChannel[Pending]
     outbox: trio.MemorySendChannel[bytes]
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    """Cancelled by the supervisor on SIGINT/SIGTERM: same path as EOF."""
+    """Cancelled on SIGINT/SIGTERM: reading stops, what was read is still served."""
     input_over: trio.Event = attrs.field(factory=trio.Event)
-    """Set at EOF or on a signal, once the dispatcher has begun its drain."""
+    """Set at EOF or on a signal, once reading has stopped."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Read and route frames; on EOF start the dispatcher's drain."""
+        """Read and route frames until EOF; closing the queue tells the rest input is over."""
         framer = LineFramer(FRAME_LIMIT)
         async with self.calls, self.outbox:
             task_status.started()
@@ -52,7 +150,6 @@ class StdioReader:
                         await self._route(frame)
                     if not data:
                         break
-            self.dispatcher.begin_drain()
             self.input_over.set()
 
     async def _route(self, frame: object) -> None:
@@ -64,21 +161,21 @@ class StdioReader:
         if isinstance(message, jsonrpc.Reply):
             await self._send(message.message)
         elif isinstance(message, jsonrpc.Notification):
-            self.dispatcher.notify(message)
+            self.queue.notify(message)
         elif isinstance(message, jsonrpc.Request):
-            answer = self.dispatcher.immediate(message)
+            answer = session.answer(message, self.version)
             if isinstance(answer, session.ToolCall):
-                pending = self.dispatcher.register(answer)
+                pending = self.queue.register(answer)
                 # Blocks only when the queue is full: reading pauses, nothing is dropped.
                 await self.calls.send(pending)
             else:
                 await self._send(answer)
 
-    async def _send(self, message: dict[str, object]) -> None:
+    async def _send(self, message: dict[str, Any]) -> None:
         try:
             await self.outbox.send(jsonrpc.encode(message))
         except trio.BrokenResourceError:
-            # The writer lost stdout; the supervisor is shutting down.
+            # The writer lost stdout; the session is shutting down.
             self.scope.cancel()
 
 
@@ -118,3 +215,54 @@ class StdoutWriter:
             chunks.append(data)
             size += len(data)
         return b"".join(chunks)
+
+
+async def serve_stdio(
+    config: ServerConfig,
+    faults: FaultPlan,
+    stdin: trio.abc.ReceiveStream,
+    stdout: trio.abc.SendStream,
+    engines: Mapping[str, EngineFactory] | None = None,
+) -> int:
+    """Run the stdio server until input ends and every answer is out; returns the exit code.
+
+    Two nested nurseries give the shutdown order: the *session* (reader, call queue,
+    writer) ends first, once input is over and every answer is written (or the signal
+    grace ran out, or stdout broke); then the *services* are cancelled, which kills
+    and reaps the CodeGraph child on the way out.
+    """
+    # First, so that a signal from here on takes the quiet path (SPEC §1.1).
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        services = Services(config, faults, engines)
+        queue = CallQueue(services.explorer(), config.max_in_flight)
+        calls_send, calls_recv = trio.open_memory_channel[Pending](config.queue_size)
+        outbox_send, outbox_recv = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        reader = StdioReader(stdin, queue, config.version, calls_send, outbox_send.clone())
+        writer = StdoutWriter(stdout, outbox_recv)
+        async with trio.open_nursery() as outer:
+            async with trio.open_nursery() as session:
+                outer.start_soon(_on_signals, signals, reader, session.cancel_scope, config.grace)
+                outer.start_soon(_on_output_gone, writer, session.cancel_scope)
+                await outer.start(services.run)
+                await session.start(writer.run)
+                await session.start(queue.run, calls_recv, outbox_send)
+                await session.start(reader.run)
+            outer.cancel_scope.cancel()
+    if writer.gone.is_set() and not reader.input_over.is_set():
+        return 1
+    return 0
+
+
+async def _on_signals(
+    signals: AsyncIterator[int], reader: StdioReader, session: trio.CancelScope, grace: float
+) -> None:
+    async for _ in signals:
+        # Stop reading; what was read gets the grace, then the session (writer included)
+        # is cancelled: the host asked the server to stop, not to finish.
+        reader.scope.cancel()
+        session.deadline = min(session.deadline, trio.current_time() + grace)
+
+
+async def _on_output_gone(writer: StdoutWriter, session: trio.CancelScope) -> None:
+    await writer.gone.wait()
+    session.cancel()

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         services = Services(config, FaultPlan())
         async with trio.open_nursery() as nursery:
             await nursery.start(services.run)
-            result = await services.dispatcher().explore(arguments)
+            result = await services.explorer().explore(arguments)
             nursery.cancel_scope.cancel()
         return result
 

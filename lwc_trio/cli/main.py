@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lwc_trio import __version__
 from lwc_trio.cli.output import print_error
@@ -78,7 +81,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `lwc`; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_name(argv))
+    command = _command_name(argv)
+    previous = _quiet_signals() if command == "serve" else {}
+    try:
+        return _run(argv, command)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _quiet_signals() -> dict[int, Any]:
+    """Until the server handles signals itself, SIGINT/SIGTERM end `lwc serve` with 0.
+
+    A host may stop a server it has only just started (a session closed at once). Nothing
+    has been read yet, so nothing is owed an answer, and the CodeGraph child starts
+    lazily, so nothing needs reaping: leaving at once, quietly, is the clean end SPEC §1.1
+    asks for (Python's defaults would die by the signal, or print a KeyboardInterrupt
+    traceback). The server's own receiver replaces these once it is up. Returns the
+    handlers to restore.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def leave(_signum: int, _frame: Any) -> None:
+        os._exit(0)
+
+    return {signum: signal.signal(signum, leave) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _run(argv: list[str], command: str | None) -> int:
+    parser = build_parser(command)
     try:
         args = parser.parse_args(argv)
         args.scope = getattr(args, "scope", getattr(args, "default_scope", "project"))

@@ -85,10 +85,16 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
                 raise UsageError(f"{_FLAG_NAMES[name]} is only valid with --transport http")
     from lwc_trio.paths import validate_workspace
 
+    refusal: str | None = None
     try:
         workspace = validate_workspace(args.path if args.path is not None else os.getcwd(), env)
     except PathRuleError as exc:
-        raise UsageError(exc.message, code=exc.code) from None
+        if args.path is not None or exc.code != "workspace_too_broad":
+            raise UsageError(exc.message, code=exc.code) from None
+        # SPEC §1: a host that starts a user-scope server in / or $HOME gets a server that
+        # explains itself on every call instead of one that is gone with no tool at all.
+        workspace = Path(os.path.realpath(os.getcwd()))
+        refusal = workspace_refusal(str(workspace))
     except OSError as exc:  # the working directory itself vanished
         raise UsageError(f"--path: {exc.strerror}", code="invalid_workspace") from None
     http = _http_config(args) if args.transport == "http" else None
@@ -104,6 +110,18 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
         memory_timeout=args.memory_timeout or DEFAULT_MEMORY_TIMEOUT,
         code_timeout=args.code_timeout or DEFAULT_CODE_TIMEOUT,
         http=http,
+        workspace_refusal=refusal,
+    )
+
+
+def workspace_refusal(start: str) -> str:
+    """What every tool call answers when the default workspace is a prohibited root."""
+    return (
+        f"lwc was started in {start} without --path, and that directory is too broad to "
+        "serve (the filesystem root, $HOME, a temp root or a system root), so nothing is "
+        "read. Start the server with --path DIR naming the project directory (e.g. "
+        "`lwc serve --mcp --path /path/to/project`), or install it at project scope from "
+        "inside the project (`lwc agent install HOST --project`)."
     )
 
 
@@ -191,6 +209,11 @@ def run(args: argparse.Namespace) -> int:
     except LwcError as exc:
         raise UsageError(exc.message, code=exc.code) from None
     _configure_logging(env)
+    if config.workspace_refusal is not None:
+        sys.stderr.write(
+            f"lwc: WARNING: started in {config.workspace} without --path: too broad to serve; "
+            "every tools/call answers workspace_too_broad until restarted with --path DIR\n"
+        )
     if faults.active:
         for line in faults.describe():
             sys.stderr.write(f"lwc: LWC_FAULTS active: {line}\n")
@@ -225,7 +248,7 @@ def _run_http(config: ServerConfig, faults: FaultPlan) -> int:
 def _run_stdio(config: ServerConfig, faults: FaultPlan) -> int:
     import trio
 
-    from lwc_trio.actors.supervisor import serve_stdio
+    from lwc_trio.actors.stdio import serve_stdio
 
     # Protocol bytes get a private copy of stdout; fd 1 itself is pointed at
     # stderr, so a stray print() (ours, a library's, or a C extension's) can

@@ -1,0 +1,133 @@
+"""The explore pipeline: one `lwc_explore` call from its arguments to its result.
+
+Transport-neutral: the stdio session and the HTTP app both hand it a `tools/call`
+and get the encoded response back. Every step is bounded, and each deadline is
+set here, in one place, from the configuration:
+
+1. the workspace refusal (SPEC §1: a default workspace that is a prohibited root);
+2. argument rules, in SPEC §2 order (sans-IO, plus each requested plane's own rules);
+3. the path check on the authorizer, under `auth_timeout` (2 s);
+4. the requested planes, each under its own deadline, both at once in mode `all`;
+5. the result object in its fixed key order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import trio
+
+from lwc_trio.actors.authorizer import AuthJob, authorize
+from lwc_trio.actors.planes import PlaneAnswer, PlaneClient, PlaneName
+from lwc_trio.config import ServerConfig
+from lwc_trio.exceptions import PathRuleError
+from lwc_trio.protocol import jsonrpc, session
+from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs, validate
+from lwc_trio.protocol.results import NOT_REQUESTED, build_result, tool_response, tool_result
+
+log = logging.getLogger("lwc.explore")
+
+PLANES_FOR_MODE: Final[Mapping[str, tuple[PlaneName, ...]]] = {
+    "memory": ("memory",),
+    "code": ("code",),
+    "all": ("memory", "code"),
+}
+
+
+@attrs.define(eq=False)
+class Explorer:
+    """Runs `lwc_explore` calls against the shared services (authorizer and planes)."""
+
+    config: ServerConfig
+    auth: trio.MemorySendChannel[AuthJob]
+    planes: Mapping[PlaneName, PlaneClient]
+
+    async def call(self, call: session.ToolCall) -> bytes:
+        """Run one `tools/call`; returns its JSON-RPC response, encoded (no newline).
+
+        Only the caller's own cancellation escapes; any other failure is `-32603`.
+        """
+        try:
+            structured, is_error = await self.run(call.arguments)
+            return tool_response(call.id, structured, is_error)
+        except Exception:
+            log.exception("tools/call %r failed", call.id)
+            return jsonrpc.to_bytes(
+                jsonrpc.error(call.id, jsonrpc.INTERNAL_ERROR, "Internal error", "internal_error")
+            )
+
+    async def explore(self, arguments: Any) -> dict[str, Any]:
+        """The tool result (`content`, `structuredContent`, `isError`) for `arguments`."""
+        return tool_result(*await self.run(arguments))
+
+    async def run(self, arguments: Any) -> tuple[dict[str, Any], bool]:
+        """The structured content for `arguments` and its `isError` flag."""
+        try:
+            args, wanted = self._check(arguments)
+            project = await self._authorize(args.projectPath)
+        except ArgumentError as err:
+            return err.to_json(), True
+        answers = await self._ask(wanted, args, project)
+        memory = answers.get("memory")
+        code = answers.get("code")
+        return build_result(
+            args,
+            str(project),
+            memory.body if memory else dict(NOT_REQUESTED),
+            code.body if code else dict(NOT_REQUESTED),
+            memory.ms if memory else None,
+            code.ms if code else None,
+        )
+
+    def _check(self, arguments: Any) -> tuple[ExploreArgs, tuple[PlaneClient, ...]]:
+        """SPEC §2's argument rules, in order; raises `ArgumentError`."""
+        if self.config.workspace_refusal is not None:
+            raise ArgumentError("workspace_too_broad", self.config.workspace_refusal, "projectPath")
+        args = validate(arguments)
+        wanted = tuple(self.planes[name] for name in PLANES_FOR_MODE[args.mode])
+        for plane in wanted:
+            plane.check(args)
+        if args.scope != "all" and args.scope not in self.config.allowed_scopes:
+            allowed = ", ".join(sorted(self.config.allowed_scopes))
+            raise ArgumentError(
+                "scope_not_allowed",
+                f"$.scope {args.scope!r} is not allowed by this server (allowed: {allowed})",
+                "scope",
+            )
+        return args, wanted
+
+    async def _authorize(self, raw: str) -> Path:
+        """SPEC §3 on the authorizer, under the check's deadline; raises `ArgumentError`."""
+        timeout = self.config.auth_timeout
+        try:
+            with trio.move_on_after(timeout):
+                return await authorize(self.auth, raw)
+        except PathRuleError as exc:
+            raise ArgumentError(exc.code, exc.message, "projectPath") from None
+        raise ArgumentError(
+            "invalid_project_path",
+            f"projectPath could not be checked within {timeout:g} s",
+            "projectPath",
+        )
+
+    async def _ask(
+        self, wanted: tuple[PlaneClient, ...], args: ExploreArgs, project: Path
+    ) -> dict[PlaneName, PlaneAnswer]:
+        """Each wanted plane under its own deadline (inside `PlaneClient.ask`)."""
+        answers: dict[PlaneName, PlaneAnswer] = {}
+        if len(wanted) == 1:
+            plane = wanted[0]  # one plane: no nursery (or task) needed
+            answers[plane.name] = await plane.ask(args, project, self.config)
+            return answers
+
+        async def one(plane: PlaneClient) -> None:
+            answers[plane.name] = await plane.ask(args, project, self.config)
+
+        async with trio.open_nursery() as nursery:
+            for plane in wanted:
+                nursery.start_soon(one, plane)
+        return answers
