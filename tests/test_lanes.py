@@ -1,4 +1,5 @@
-"""Thread lanes: results and errors come back, cancellation abandons, close never hangs."""
+"""Thread lanes: results and errors come back, cancellation abandons, close never hangs,
+stuck threads are replaced and the queue is bounded."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ import trio
 import trio.testing
 
 from lwc_trio.actors.lanes import LaneClosed, ThreadLane, open_lane
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Virtual time that jumps once the loop has idled 20 ms of real time."""
+    return trio.testing.MockClock(autojump_threshold=0.02)
 
 
 async def test_results_and_exceptions_come_back() -> None:
@@ -253,3 +260,79 @@ async def test_growing_lane_drops_a_cancelled_queued_job() -> None:
             release.set()
         assert await lane.run(lambda: "after") == "after"
     assert ran == []
+
+
+async def test_a_thread_stuck_in_an_abandoned_job_is_replaced() -> None:
+    """A one-thread lane whose job hangs past its caller's deadline still serves the next job."""
+    stuck = threading.Event()
+    names: list[str] = []
+
+    def hang() -> None:
+        names.append(threading.current_thread().name)
+        stuck.wait(30)
+
+    async with open_lane("s", 1, replace_after=0) as lane:
+        with trio.move_on_after(0.05):
+            await lane.run(hang)
+        assert lane.stuck == 1
+        assert await lane.run(lambda: threading.current_thread().name) == "s-1"
+        assert lane.threads == 1
+        first = next(t for t in threading.enumerate() if t.name == "s-0")
+        stuck.set()
+        # The written-off thread finishes its job and leaves; it never rejoins the lane.
+        await trio.to_thread.run_sync(first.join, 5)
+        assert not first.is_alive()
+        assert lane.stuck == 0
+        assert lane.threads == 1
+    assert names == ["s-0"]
+
+
+async def test_replacement_waits_for_replace_after(clock: trio.testing.MockClock) -> None:
+    """With replace_after, an abandoned job may still finish in its thread for that long."""
+    stuck = threading.Event()
+    async with open_lane("w", 1, replace_after=1.0) as lane:
+        with trio.move_on_after(0.5):
+            await lane.run(stuck.wait, 30)
+        assert lane.stuck == 0  # abandoned, but not yet written off
+        await trio.sleep(0.4)
+        assert lane.stuck == 0
+        await trio.sleep(0.7)
+        assert lane.stuck == 1
+        assert await lane.run(lambda: "next") == "next"
+        stuck.set()
+
+
+async def test_stuck_threads_are_bounded() -> None:
+    """Beyond MAX_STUCK written-off threads the lane stops replacing them."""
+    from lwc_trio.actors.lanes import MAX_STUCK
+
+    stuck = threading.Event()
+    async with open_lane("b", 1, replace_after=0) as lane:
+        for _ in range(MAX_STUCK + 2):
+            with trio.move_on_after(0.02):
+                await lane.run(stuck.wait, 30)
+        assert lane.stuck == MAX_STUCK
+        stuck.set()
+
+
+async def test_a_full_lane_makes_callers_wait() -> None:
+    """Jobs outstanding are bounded: threads + queue; the next caller waits for room."""
+    release = threading.Event()
+    started: list[int] = []
+
+    def job(i: int) -> None:
+        started.append(i)
+        release.wait(10)
+
+    async with open_lane("f", 1, queue=2) as lane:
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(lane.run, job, i)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(0.05) as waited:
+                await lane.wait_room()
+            assert waited.cancelled_caught
+            release.set()
+        with trio.fail_after(5):
+            await lane.wait_room()
+    assert sorted(started) == [0, 1, 2]
