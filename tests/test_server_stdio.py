@@ -251,15 +251,6 @@ def test_usage_errors_exit_2(
     assert json.loads(lines[0])["error"]["code"] == code
 
 
-def test_home_as_workspace_is_too_broad(home: Path, lwc_env: dict[str, str]) -> None:
-    """A host that starts the server in $HOME without --path is refused (exit 2)."""
-    proc = subprocess.run(
-        lwc_command("serve", "--mcp"), cwd=home, env=lwc_env, capture_output=True, timeout=30
-    )
-    assert proc.returncode == 2
-    assert json.loads(proc.stderr)["error"]["code"] == "workspace_too_broad"
-
-
 def test_malformed_faults_exit_2(workspace: Path, lwc_env: dict[str, str]) -> None:
     """A malformed LWC_FAULTS value is a usage error."""
     env = {**lwc_env, "LWC_FAULTS": "memory=explode"}

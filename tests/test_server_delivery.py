@@ -1,0 +1,191 @@
+"""The real `lwc serve --mcp` delivers every answer and bounds every step: a slow reader, EOF
+after piped calls, a hung path check, a too-broad start directory and early signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from conftest import lwc_command
+from conftest_memory import new_store, page, put_pages
+from lwc_process import RawServer, call
+
+pytestmark = pytest.mark.slow
+
+PING = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
+
+
+def big_wiki(workspace: Path) -> None:
+    """Thirty pages of about 3,000 characters that all match `trio`: answers of ~25 KB."""
+    body = "Trio nurseries supervise tasks and cancel scopes bound them. " * 50
+    pages = [page(f"trio-{i:02d}", f"Trio page {i}", body) for i in range(30)]
+    put_pages(new_store(workspace), pages)
+
+
+async def test_slow_reader_during_a_burst_gets_every_answer(
+    workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """200 real memory calls while the host stalls 2 s, then reads slowly: 200 answers."""
+    big_wiki(workspace)
+    arguments = {"query": "trio nurseries", "projectPath": str(workspace), "maxDocuments": 8}
+    burst = b"".join(json.dumps(call(rid, arguments)).encode() + b"\n" for rid in range(200))
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
+        await server.send_raw(burst)
+        await trio.sleep(2.0)  # a paused host: nothing is read while the burst is served
+        assert server.process.stdout is not None
+        data = bytearray()
+        # A lost answer would leave this loop waiting for good (the old failure): bound it.
+        with trio.fail_after(120):
+            while data.count(b"\n") < 200:
+                chunk = await server.process.stdout.receive_some(16384)
+                assert chunk, "stdout ended before every answer arrived"
+                data += chunk
+                await trio.sleep(0.01)  # about 1.6 MB/s at most: slower than the server writes
+        await server.close_stdin()
+        rest = await server.rest()
+        assert await server.wait() == 0
+    answers = [json.loads(line) for line in bytes(data).splitlines()]
+    assert sorted(a["id"] for a in answers) == list(range(200))
+    assert rest == []
+    assert all(a["result"]["structuredContent"]["memory"]["state"] == "ready" for a in answers)
+    assert len(data) > 200 * 10_000  # the answers were large, as real ones are
+    assert server.stderr == b""
+
+
+async def test_eof_after_piped_calls_answers_them_all(
+    workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """Five calls slower than the 2 s grace, stdin closed at once: five answers, exit 0."""
+    env = {**lwc_env, "LWC_FAULTS": "memory=delay:3"}
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, ["--path", str(workspace)], env, str(workspace))
+        for rid in range(5):
+            await server.send(call(rid, {"query": "x", "projectPath": str(workspace)}))
+        await server.close_stdin()
+        answers = await server.rest()
+        assert await server.wait() == 0
+    assert sorted(a["id"] for a in answers) == list(range(5))
+    assert all(
+        a["result"]["structuredContent"]["memory"]["error"]["code"] == "store_not_found"
+        for a in answers
+    )
+    assert server.stderr.decode().splitlines() == [
+        "lwc: LWC_FAULTS active: memory: delay:3 from then on"
+    ]
+
+
+async def test_hung_path_check_answers_at_its_deadline(
+    workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """auth=hang: the call gets invalid_project_path; a ping and a later call do not wait."""
+    env = {**lwc_env, "LWC_FAULTS": "auth=hang*1"}
+    arguments = {"query": "x", "projectPath": str(workspace)}
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, ["--path", str(workspace)], env, str(workspace))
+        await server.send(call(1, arguments))
+        await server.send(PING)
+        await server.send(call(2, arguments))
+        first, second, third = [await server.recv() for _ in range(3)]
+        await server.close_stdin()
+        assert await server.rest() == []
+        assert await server.wait() == 0
+    assert third["id"] == 1  # the ping and call 2 were answered while the check hung
+    assert {first["id"], second["id"]} == {"p", 2}
+    assert third["result"]["isError"] is True
+    assert third["result"]["structuredContent"]["error"] == {
+        "code": "invalid_project_path",
+        "message": "projectPath could not be checked within 2 s",
+        "field": "projectPath",
+    }
+    later = first if first["id"] == 2 else second
+    assert later["result"]["structuredContent"]["memory"]["state"] == "unavailable"
+
+
+@pytest.mark.parametrize("start", ["home", "root"])
+async def test_default_workspace_too_broad_serves_and_guides(
+    start: str, home: Path, lwc_env: dict[str, str]
+) -> None:
+    """Started in $HOME or / without --path: handshake, tools/list and ping work; every call
+    is workspace_too_broad naming the start directory and the fix; one stderr warning."""
+    cwd = str(home) if start == "home" else "/"
+    init = {
+        "jsonrpc": "2.0",
+        "id": "i",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t"},
+        },
+    }
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, [], lwc_env, cwd)
+        await server.send(init)
+        assert (await server.recv())["result"]["serverInfo"]["name"] == "lwc"
+        await server.send({"jsonrpc": "2.0", "id": "t", "method": "tools/list"})
+        assert (await server.recv())["result"]["tools"][0]["name"] == "lwc_explore"
+        await server.send(PING)
+        assert (await server.recv())["result"] == {}
+        await server.send(call(1, {"query": "x", "projectPath": str(home)}))
+        refused = await server.recv()
+        await server.send(call(2, {"query": ""}))
+        also_refused = await server.recv()
+        await server.close_stdin()
+        assert await server.wait() == 0
+    for answer in (refused, also_refused):
+        assert answer["result"]["isError"] is True
+        error = answer["result"]["structuredContent"]["error"]
+        assert error["code"] == "workspace_too_broad"
+        assert error["field"] == "projectPath"
+        assert f"started in {cwd} " in error["message"]
+        assert "--path DIR" in error["message"]
+    lines = server.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("lwc: WARNING:") and cwd in lines[0]
+
+
+def test_explicit_path_too_broad_still_exits_2(home: Path, lwc_env: dict[str, str]) -> None:
+    """`--path $HOME` is a usage error: the host asked for it explicitly."""
+    proc = subprocess.run(
+        lwc_command("serve", "--mcp", "--path", str(home)),
+        cwd=home,
+        env=lwc_env,
+        capture_output=True,
+        input=b"",
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert json.loads(proc.stderr)["error"]["code"] == "workspace_too_broad"
+
+
+@pytest.mark.parametrize("after", [0.1, 0.2, 0.3, 0.6, "ping"])
+def test_sigterm_during_start_up_exits_0_quietly(
+    after: Any, workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """SIGTERM at several moments of start-up (and once serving): exit 0, nothing on stderr."""
+    proc = subprocess.Popen(
+        lwc_command("serve", "--mcp", "--path", str(workspace)),
+        cwd=workspace,
+        env=lwc_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    if after == "ping":
+        proc.stdin.write(json.dumps(PING).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == "p"
+    else:
+        time.sleep(after)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert err == b""
