@@ -419,13 +419,36 @@ async def test_writer_joins_queued_answers_into_one_write() -> None:
 
     stream = _RecordingStream()
     send, recv = trio.open_memory_channel[bytes](64)
+    urgent_send, urgent_recv = trio.open_memory_channel[bytes](0)
+    urgent_send.close()
     lines = [f'{{"id":{i}}}\n'.encode() for i in range(50)]
     for line in lines:
         send.send_nowait(line)
     send.close()
-    await StdoutWriter(stream, recv).run()
+    await StdoutWriter(stream, recv, urgent_recv).run()
     assert b"".join(stream.writes) == b"".join(lines)
     assert len(stream.writes) == 1
+
+
+async def test_a_ping_reply_skips_queued_tool_answers() -> None:
+    """Replies that need no plane go out in the next write, ahead of queued tool answers."""
+    from lwc_trio.actors.stdio import StdoutWriter
+
+    stream = _StalledStream()
+    send, recv = trio.open_memory_channel[bytes](0)
+    urgent_send, urgent_recv = trio.open_memory_channel[bytes](0)
+    writer = StdoutWriter(stream, recv, urgent_recv)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        async with send, urgent_send:
+            await send.send(b'{"id":0}\n')  # being written while the host is paused
+            await trio.testing.wait_all_tasks_blocked()
+            for i in range(1, 20):
+                await send.send(f'{{"id":{i}}}\n'.encode())
+            await urgent_send.send(b'{"id":"p"}\n')
+            stream.release.set()
+    ids = [json.loads(line)["id"] for line in bytes(stream.data).splitlines()]
+    assert ids == [0, "p", *range(1, 20)]
 
 
 class _StalledStream(trio.abc.SendStream):

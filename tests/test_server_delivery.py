@@ -3,12 +3,13 @@ after piped calls, a hung path check, a too-broad start directory and early sign
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
@@ -165,11 +166,46 @@ def test_explicit_path_too_broad_still_exits_2(home: Path, lwc_env: dict[str, st
     assert json.loads(proc.stderr)["error"]["code"] == "workspace_too_broad"
 
 
-@pytest.mark.parametrize("after", [0.1, 0.2, 0.3, 0.6, "ping"])
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler installed for `signum` (Linux /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(int(row.split()[1], 16) for row in status.splitlines() if row.startswith("SigCgt"))
+    return bool(mask >> (signum - 1) & 1)
+
+
+@contextlib.contextmanager
+def plain_deadline(seconds: float) -> Iterator[Callable[[], bool]]:
+    """A plain deadline for synchronous polling loops."""
+    end = time.monotonic() + seconds
+    yield lambda: time.monotonic() > end
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize(
+    ("anchor", "after"),
+    [
+        ("python", 0.3),
+        ("python", 0.6),
+        ("lwc", 0.0),
+        ("lwc", 0.05),
+        ("lwc", 0.1),
+        ("lwc", 0.2),
+        ("ping", 0.0),
+    ],
+)
 def test_sigterm_during_start_up_exits_0_quietly(
-    after: Any, workspace: Path, lwc_env: dict[str, str]
+    anchor: str, after: float, workspace: Path, lwc_env: dict[str, str]
 ) -> None:
-    """SIGTERM at several moments of start-up (and once serving): exit 0, nothing on stderr."""
+    """SIGTERM at several moments of start-up (and once serving): exit 0, nothing on stderr.
+
+    Moments count from an anchor, so that a loaded machine does not shift them: `python`,
+    the interpreter is up (its SIGINT handler exists; before that no Python code can run);
+    `lwc`, lwc's own SIGTERM handler exists (the rest of start-up follows); `ping`, the
+    server has answered a ping.
+    """
     proc = subprocess.Popen(
         lwc_command("serve", "--mcp", "--path", str(workspace)),
         cwd=workspace,
@@ -179,12 +215,16 @@ def test_sigterm_during_start_up_exits_0_quietly(
         stderr=subprocess.PIPE,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    if after == "ping":
+    if anchor == "ping":
         proc.stdin.write(json.dumps(PING).encode() + b"\n")
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == "p"
     else:
-        time.sleep(after)
+        signum = signal.SIGINT if anchor == "python" else signal.SIGTERM
+        with plain_deadline(10) as expired:
+            while not _catches(proc.pid, signum) and not expired():
+                time.sleep(0.001)
+    time.sleep(after)
     proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0

@@ -16,6 +16,7 @@ started and answered (each bounded by its own deadlines), then the server exits.
 
 from __future__ import annotations
 
+import collections
 import errno
 import logging
 import signal
@@ -131,7 +132,8 @@ class StdioReader:
     queue: CallQueue
     version: str
     calls: trio.MemorySendChannel[Pending]
-    outbox: trio.MemorySendChannel[bytes]
+    urgent: trio.MemorySendChannel[bytes]
+    """The writer's mailbox for replies that need no plane (they skip queued answers)."""
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     """Cancelled on SIGINT/SIGTERM: reading stops, what was read is still served."""
     input_over: trio.Event = attrs.field(factory=trio.Event)
@@ -140,7 +142,7 @@ class StdioReader:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Read and route frames until EOF; closing the queue tells the rest input is over."""
         framer = LineFramer(FRAME_LIMIT)
-        async with self.calls, self.outbox:
+        async with self.calls, self.urgent:
             task_status.started()
             with self.scope:
                 while True:
@@ -173,7 +175,7 @@ class StdioReader:
 
     async def _send(self, message: dict[str, Any]) -> None:
         try:
-            await self.outbox.send(jsonrpc.encode(message))
+            await self.urgent.send(jsonrpc.encode(message))
         except trio.BrokenResourceError:
             # The writer lost stdout; the session is shutting down.
             self.scope.cancel()
@@ -181,39 +183,81 @@ class StdioReader:
 
 @attrs.define(eq=False)
 class StdoutWriter:
-    """The only writer of protocol stdout."""
+    """The only writer of protocol stdout.
+
+    Two mailboxes feed it: `urgent` (replies the reader gives at once: ping, initialize,
+    tools/list, protocol errors) and `outbox` (tool answers, often tens of KB each). Each
+    write takes every urgent reply first, so a ping is never queued behind megabytes of
+    search results while a burst is being written; within each mailbox order is kept.
+    Both stay bounded: a mailbox's forwarder holds at most `OUTBOX_SIZE` messages.
+    """
 
     stream: trio.abc.SendStream
     outbox: trio.MemoryReceiveChannel[bytes]
+    urgent: trio.MemoryReceiveChannel[bytes]
     gone: trio.Event = attrs.field(factory=trio.Event)
     """Set when stdout broke (the host closed its end)."""
+    _queues: tuple[collections.deque[bytes], collections.deque[bytes]] = attrs.field(
+        factory=lambda: (collections.deque(), collections.deque())
+    )
+    _ready: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+    _room: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+    _open: int = 2
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Write every queued message until all producers have closed the outbox."""
-        async with self.outbox:
+        """Write every queued message until all producers have closed both mailboxes."""
+        urgent, normal = self._queues
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._forward, self.urgent, urgent)
+            nursery.start_soon(self._forward, self.outbox, normal)
             task_status.started()
             try:
-                async for data in self.outbox:
-                    await self.stream.send_all(self._with_queued(data))
+                while urgent or normal or self._open:
+                    if not (urgent or normal):
+                        await self._ready.park()
+                        continue
+                    batch = self._batch()
+                    self._room.unpark_all()
+                    await self.stream.send_all(batch)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.gone.set()
             except OSError as exc:
                 if exc.errno not in (errno.EPIPE, errno.EBADF, errno.ECONNRESET):
                     raise
                 self.gone.set()
+            # Producers blocked on a full mailbox learn that nobody reads any more.
+            nursery.cancel_scope.cancel()
+            for channel in (self.urgent, self.outbox):
+                channel.close()
 
-    def _with_queued(self, first: bytes) -> bytes:
-        # Whatever else is already queued goes out in the same write: under a burst
-        # that is one system call (and one trip through the loop) for many answers.
-        chunks = [first]
-        size = len(first)
-        while size < WRITE_BATCH:
-            try:
-                data = self.outbox.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
-            chunks.append(data)
-            size += len(data)
+    async def _forward(
+        self, channel: trio.MemoryReceiveChannel[bytes], queue: collections.deque[bytes]
+    ) -> None:
+        async with channel:
+            async for data in channel:
+                while len(queue) >= OUTBOX_SIZE:
+                    await self._room.park()
+                queue.append(data)
+                # Take whatever else is waiting before waking the writer: one write for all.
+                while len(queue) < OUTBOX_SIZE:
+                    try:
+                        queue.append(channel.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                self._ready.unpark()
+        self._open -= 1
+        self._ready.unpark()
+
+    def _batch(self) -> bytes:
+        # Urgent replies first, then tool answers, up to about WRITE_BATCH bytes: under a
+        # burst that is one system call (and one trip through the loop) for many answers.
+        chunks: list[bytes] = []
+        size = 0
+        for queue in self._queues:
+            while queue and (size < WRITE_BATCH or not chunks):
+                data = queue.popleft()
+                chunks.append(data)
+                size += len(data)
         return b"".join(chunks)
 
 
@@ -236,9 +280,10 @@ async def serve_stdio(
         services = Services(config, faults, engines)
         queue = CallQueue(services.explorer(), config.max_in_flight)
         calls_send, calls_recv = trio.open_memory_channel[Pending](config.queue_size)
-        outbox_send, outbox_recv = trio.open_memory_channel[bytes](OUTBOX_SIZE)
-        reader = StdioReader(stdin, queue, config.version, calls_send, outbox_send.clone())
-        writer = StdoutWriter(stdout, outbox_recv)
+        outbox_send, outbox_recv = trio.open_memory_channel[bytes](0)
+        urgent_send, urgent_recv = trio.open_memory_channel[bytes](0)
+        reader = StdioReader(stdin, queue, config.version, calls_send, urgent_send)
+        writer = StdoutWriter(stdout, outbox_recv, urgent_recv)
         async with trio.open_nursery() as outer:
             async with trio.open_nursery() as session:
                 outer.start_soon(_on_signals, signals, reader, session.cancel_scope, config.grace)
