@@ -239,6 +239,27 @@ def small_wiki(root: Path, env: dict[str, str], timeout: float = 60.0) -> Path:
     return workspace
 
 
+SHARED_WIKI_PAGES: Final = 60
+
+
+def shared_wiki(root: Path, env: dict[str, str], timeout: float = 60.0) -> Path:
+    """`root/ws`: the small Wiki's auth Page plus generated Pages, about 60 in all (issue 11).
+
+    Big enough that every search does real ranking work, small enough that the serving stack,
+    not SQLite, dominates a call: what the transport and HTTP scenarios compare servers on.
+    """
+    workspace = small_wiki(root, env, timeout)
+    rng = random.Random(11)
+    rows = []
+    for i in range(SHARED_WIKI_PAGES - 1):
+        title, summary, body = page_text(rng, i, SHARED_WIKI_PAGES - 1)
+        rows.append({"slug": f"p-{i:04d}", "title": title, "summary": summary, "body": body})
+    pages = root / "pages.jsonl"
+    pages.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    lwc_cli(["page", "import", str(pages)], env, workspace, timeout)
+    return workspace
+
+
 @contextlib.contextmanager
 def scratch(prefix: str, *, keep: bool = False, who: str = "bench") -> Iterator[Path]:
     """A temporary directory for one run, removed afterwards unless `keep` (then its path is

@@ -23,6 +23,10 @@ SETTLE: Final = 0.3
 """Pause after the handshake before reading the idle RSS."""
 BURST_SIZE: Final = 200
 PING_BLOCK: Final = 100
+CALL_BLOCK: Final = 50
+"""Sequential tool calls per turn: servers take turns in blocks, so load hits all alike."""
+WORKERS: Final = ("lwc", "same")
+"""The servers whose tool does real memory work (the others echo)."""
 QUERY: Final = SMALL_QUERY
 
 
@@ -31,11 +35,13 @@ class Plan:
     cold_runs: int
     pings: int
     ping_warmup: int
+    calls: int
     bursts: int
+    busy_bursts: int
 
 
-FULL: Final = Plan(cold_runs=15, pings=2000, ping_warmup=50, bursts=5)
-QUICK: Final = Plan(cold_runs=3, pings=200, ping_warmup=10, bursts=1)
+FULL: Final = Plan(cold_runs=15, pings=2000, ping_warmup=50, calls=500, bursts=5, busy_bursts=3)
+QUICK: Final = Plan(cold_runs=3, pings=200, ping_warmup=10, calls=50, bursts=1, busy_bursts=1)
 
 
 BenchError = ServerGone
@@ -112,23 +118,34 @@ def _result(line: bytes, rid: int, who: str) -> dict[str, Any]:
     return result
 
 
+def structured(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result's object: `structuredContent`, else its text block parsed."""
+    content = result.get("structuredContent")
+    if isinstance(content, dict):
+        return content
+    parsed: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return parsed
+
+
 def _check_call(result: dict[str, Any], server: Server, *, kind: str = "call") -> None:
     if kind == "bad":
         # The floor echoes anything; the MCP servers must refuse the argument.
         if server.key != "floor" and result.get("isError") is not True:
             raise BenchError(f"{server.key}: bad arguments accepted: {json.dumps(result)[:300]}")
         return
-    if kind == "bare" and server.key == "lwc":
-        memory = result["structuredContent"]["memory"]
+    if kind == "bare" and server.key in WORKERS:
+        memory = structured(result)["memory"]
         if memory.get("error", {}).get("code") != "store_not_found":
-            raise BenchError(f"lwc: expected store_not_found: {json.dumps(memory)[:300]}")
+            raise BenchError(f"{server.key}: expected store_not_found: {json.dumps(memory)[:300]}")
         return
-    if result.get("isError") is not False:
+    if result.get("isError"):
         raise BenchError(f"{server.key}: tool call failed: {json.dumps(result)[:300]}")
-    if server.key == "lwc":
-        memory = result["structuredContent"]["memory"]
+    if server.key in WORKERS:
+        memory = structured(result)["memory"]
         if memory.get("state") != "ready" or not memory.get("results"):
-            raise BenchError(f"lwc: memory did not hit the Wiki: {json.dumps(memory)[:300]}")
+            raise BenchError(
+                f"{server.key}: memory did not hit the Wiki: {json.dumps(memory)[:300]}"
+            )
 
 
 # --------------------------------------------------------------------------- measurements
@@ -162,7 +179,9 @@ class Steady:
     idle_rss_kb: int = 0
     rss_after_kb: int = 0
     pings_ms: list[float] = field(default_factory=list)
+    calls_ms: list[float] = field(default_factory=list)
     bursts_ms: list[float] = field(default_factory=list)
+    busy_pings_ms: list[float] = field(default_factory=list)
     burst_cpu_ms: list[float] = field(default_factory=list)
     bad_bursts_ms: list[float] = field(default_factory=list)
     bare_bursts_ms: list[float] = field(default_factory=list)
@@ -225,14 +244,60 @@ def _burst(conn: Conn, out: Steady, *, kind: str = "call") -> None:
         _check_call(_result(by_id[i], i, server.key), server, kind=kind)
 
 
+def _calls(conn: Conn, out: Steady, count: int) -> None:
+    """`count` tool calls, one at a time: the round trip a host waits for."""
+    answers: list[tuple[int, bytes]] = []
+    for _ in range(count):
+        out.next_id += 1
+        frame = _call(out.next_id, conn.server)
+        started = time.perf_counter()
+        conn.client.write(frame)
+        line = conn.client.read_line(started + IO_TIMEOUT)
+        out.calls_ms.append((time.perf_counter() - started) * 1000)
+        answers.append((out.next_id, line))
+    for rid, line in answers:
+        _check_call(_result(line, rid, conn.server.key), conn.server)
+
+
+def _busy_pings(conn: Conn, out: Steady) -> None:
+    """Pings one after another while a 200-call burst is served (what a host's keep-alive
+    sees while an agent fires a burst). Each ping goes out once the previous one is
+    answered; the burst's answers are read in between. A ping answered after the burst's
+    last answer still counts: it waited behind all of it."""
+    server = conn.server
+    ids = range(out.next_id + 1, out.next_id + 1 + BURST_SIZE)
+    out.next_id += BURST_SIZE
+    conn.client.write(b"".join(_call(i, server) for i in ids))
+    deadline = time.perf_counter() + IO_TIMEOUT
+    calls: dict[int, bytes] = {}
+    ping = 0
+    while len(calls) < BURST_SIZE:
+        ping += 1
+        rid = f"busy-{ping}"
+        started = time.perf_counter()
+        conn.client.write(encode({"jsonrpc": "2.0", "id": rid, "method": "ping"}))
+        while True:
+            line = conn.client.read_line(deadline)
+            if b'"busy-' in line[:80]:  # a ping's answer (the calls have integer ids)
+                if json.loads(line).get("id") == rid:
+                    break
+                continue
+            calls[json.loads(line)["id"]] = line
+        out.busy_pings_ms.append((time.perf_counter() - started) * 1000)
+    if set(calls) != set(ids):
+        raise BenchError(f"{server.key}: busy burst answers do not match the {BURST_SIZE} ids")
+    for i in ids:
+        _check_call(_result(calls[i], i, server.key), server)
+
+
 def steady_state(
     servers: Sequence[Server], plan: Plan, cwd: Path, env: dict[str, str]
 ) -> dict[str, Steady]:
     """One long session per server, all open at once; measurements alternate between them.
 
-    The machine may be shared: taking pings and bursts round-robin (in blocks of
-    `PING_BLOCK` pings, one burst at a time) spreads any background load over all servers
-    alike, so the lwc/SDK ratios stay fair even when absolute figures drift.
+    The machine may be shared: taking pings, calls and bursts round-robin (in blocks of
+    `PING_BLOCK` pings and `CALL_BLOCK` calls, one burst at a time) spreads any background
+    load over all servers alike, so the ratios stay fair even when absolute figures drift.
     """
     results = {s.key: Steady() for s in servers}
     with contextlib.ExitStack() as stack:
@@ -248,13 +313,20 @@ def steady_state(
         for block in range(0, plan.pings, PING_BLOCK):
             for conn in conns:
                 _pings(conn, results[conn.server.key], min(PING_BLOCK, plan.pings - block), True)
+        for block in range(0, plan.calls, CALL_BLOCK):
+            for conn in conns:
+                _calls(conn, results[conn.server.key], min(CALL_BLOCK, plan.calls - block))
+        for _ in range(plan.busy_bursts):
+            for conn in conns:
+                if conn.server.key in WORKERS:
+                    _busy_pings(conn, results[conn.server.key])
         for _ in range(plan.bursts):
             for conn in conns:
                 _burst(conn, results[conn.server.key])
             for conn in conns:
                 _burst(conn, results[conn.server.key], kind="bad")
             for conn in conns:
-                if conn.server.key == "lwc":
+                if conn.server.key in WORKERS:
                     _burst(conn, results[conn.server.key], kind="bare")
         for conn in conns:
             out = results[conn.server.key]
