@@ -1,4 +1,4 @@
-"""The HTTP scenario's two servers: lwc over HTTP and the mcp SDK's own, started and stopped."""
+"""The HTTP scenario's servers: lwc over HTTP and the mcp SDK's own two (same work, echo)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from benchmarks.fixtures import SMALL_QUERY
 from benchmarks.http import start_http_server
-from benchmarks.scenarios.peers import SDK_HTTP_SERVER
+from benchmarks.scenarios.peers import SAME_WORK_HTTP_SERVER, SDK_HTTP_SERVER
 from benchmarks.stdio import ServerGone
 
 IO_TIMEOUT: Final = 60.0
@@ -51,7 +51,7 @@ class Target:
     check_call: Callable[[dict[str, Any]], None]
     proc: subprocess.Popen[bytes] | None = None
     bare_call: dict[str, Any] | None = None
-    """lwc only: a valid call with nothing to search (diagnostic, not part of the target)."""
+    """lwc and same work: a valid call with nothing to search (diagnostic, not a target)."""
 
 
 # --------------------------------------------------------------------------- servers
@@ -92,13 +92,17 @@ def start_lwc(workspace: Path, env: dict[str, str]) -> Target:
     )
 
 
-def start_sdk(root: Path, env: dict[str, str], errlog: Path) -> Target:
-    script = root / "sdk_http_echo_server.py"
-    script.write_text(SDK_HTTP_SERVER)
+def _start_script(
+    key: str, source: str, root: Path, env: dict[str, str], cwd: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    script = root / f"sdk_http_{key}_server.py"
+    script.write_text(source)
+    errlog = root / f"{key}.err"
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, str(script), str(port)],
         env=env,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=errlog.open("wb"),
@@ -107,12 +111,16 @@ def start_sdk(root: Path, env: dict[str, str], errlog: Path) -> Target:
     while True:
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise BenchError(f"sdk did not start: {errlog.read_text()[-500:]}")
+            raise BenchError(f"{key} did not start: {errlog.read_text()[-500:]}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return proc, port
         except OSError:
             time.sleep(0.05)
+
+
+def start_sdk(root: Path, env: dict[str, str]) -> Target:
+    proc, port = _start_script("sdk", SDK_HTTP_SERVER, root, env, root)
 
     def check(result: dict[str, Any]) -> None:
         content = result.get("content") or [{}]
@@ -121,6 +129,38 @@ def start_sdk(root: Path, env: dict[str, str], errlog: Path) -> Target:
 
     call = {"name": "echo", "arguments": {"text": QUERY}}
     return Target("sdk", "mcp SDK (echo tool)", "127.0.0.1", port, "/mcp", call, check, proc)
+
+
+def structured(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result's object: `structuredContent`, else its text block parsed."""
+    content = result.get("structuredContent")
+    if isinstance(content, dict):
+        return content
+    parsed: dict[str, Any] = json.loads((result.get("content") or [{}])[0].get("text", "{}"))
+    return parsed
+
+
+def start_same(root: Path, env: dict[str, str], workspace: Path) -> Target:
+    """The same work as lwc's tool on the SDK's stateless JSON-response HTTP app (issue 11)."""
+    proc, port = _start_script("same", SAME_WORK_HTTP_SERVER, root, env, workspace)
+
+    def check(result: dict[str, Any]) -> None:
+        memory = structured(result).get("memory", {})
+        if result.get("isError") or memory.get("state") != "ready" or not memory.get("results"):
+            raise BenchError(f"same: memory call failed: {json.dumps(result)[:300]}")
+
+    arguments = {"query": QUERY, "projectPath": str(workspace)}
+    return Target(
+        "same",
+        "mcp SDK (same work: lwc_explore)",
+        "127.0.0.1",
+        port,
+        "/mcp",
+        {"name": "lwc_explore", "arguments": arguments},
+        check,
+        proc,
+        {"name": "lwc_explore", "arguments": {**arguments, "scope": "global"}},
+    )
 
 
 def stop(target: Target) -> int:
