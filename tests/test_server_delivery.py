@@ -40,23 +40,22 @@ async def test_slow_reader_during_a_burst_gets_every_answer(
         server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
         await server.send_raw(burst)
         await trio.sleep(2.0)  # a paused host: nothing is read while the burst is served
-        assert server.process.stdout is not None
-        data = bytearray()
+        lines: list[bytes] = []
         # A lost answer would leave this loop waiting for good (the old failure): bound it.
         with trio.fail_after(120):
-            while data.count(b"\n") < 200:
-                chunk = await server.process.stdout.receive_some(16384)
-                assert chunk, "stdout ended before every answer arrived"
-                data += chunk
-                await trio.sleep(0.01)  # about 1.6 MB/s at most: slower than the server writes
+            while len(lines) < 200:
+                line = await server.recv_line()
+                assert line is not None, "stdout ended before every answer arrived"
+                lines.append(line)
+                await trio.sleep(0.01)  # one ~25 KB answer per 10 ms: a slow reader
         await server.close_stdin()
         rest = await server.rest()
         assert await server.wait() == 0
-    answers = [json.loads(line) for line in bytes(data).splitlines()]
+    answers = [json.loads(line) for line in lines]
     assert sorted(a["id"] for a in answers) == list(range(200))
     assert rest == []
     assert all(a["result"]["structuredContent"]["memory"]["state"] == "ready" for a in answers)
-    assert len(data) > 200 * 10_000  # the answers were large, as real ones are
+    assert sum(map(len, lines)) > 200 * 10_000  # the answers were large, as real ones are
     assert server.stderr == b""
 
 
