@@ -32,6 +32,7 @@ Jobs outstanding (queued or running) are bounded like the mailboxes in front of 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -276,7 +277,9 @@ class ThreadLane:
             if self.replace_after <= 0:
                 self._write_off(job)
             else:
-                trio.lowlevel.spawn_system_task(self._write_off_later, job)
+                # RuntimeError: the run is ending, so there is no capacity left to keep.
+                with contextlib.suppress(RuntimeError):
+                    trio.lowlevel.spawn_system_task(self._write_off_later, job)
 
     async def _write_off_later(self, job: _Job) -> None:
         assert self.replace_after is not None
