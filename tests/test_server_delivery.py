@@ -148,7 +148,8 @@ async def test_default_workspace_too_broad_serves_and_guides(
         assert "--path DIR" in error["message"]
     lines = server.stderr.decode().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("lwc: WARNING:") and cwd in lines[0]
+    assert lines[0].startswith("lwc: WARNING:")
+    assert cwd in lines[0]
 
 
 def test_explicit_path_too_broad_still_exits_2(home: Path, lwc_env: dict[str, str]) -> None:
@@ -213,7 +214,8 @@ def test_sigterm_during_start_up_exits_0_quietly(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     if anchor == "ping":
         proc.stdin.write(json.dumps(PING).encode() + b"\n")
         proc.stdin.flush()

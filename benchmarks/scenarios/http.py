@@ -197,22 +197,15 @@ def _row(label: str, clients: int, lwc: dict[str, float], base: dict[str, float]
 
 def _report(results: dict[str, Any], plan: Plan) -> tuple[str, bool]:
     met = True
-    rows = []
-    for clients in LEVELS:
-        rows.append(_row("ping (vs echo SDK)", clients, *_pair(results, "sdk", "ping", clients)))
+    rows = [_row("ping (vs echo SDK)", n, *_pair(results, "sdk", "ping", n)) for n in LEVELS]
     for clients in LEVELS:
         lwc, same = _pair(results, "same", "call", clients)
         met = met and lwc["rps"] / same["rps"] >= CALL_TARGET
         rows.append(_row("call (vs same work)", clients, lwc, same))
-    for clients in LEVELS:
-        # Not part of the target: both servers' cost of a valid call with nothing to search.
-        rows.append(
-            _row("call, nothing to search", clients, *_pair(results, "same", "bare", clients))
-        )
-    for clients in LEVELS:
-        # For reference: the echo SDK's tool call, the floor of its stack.
-        lwc, echo = _pair(results, "sdk", "call", clients)
-        rows.append(_row("call (vs echo SDK)", clients, lwc, echo))
+    # Not part of the target: both servers' cost of a valid call with nothing to search, and
+    # the echo SDK's tool call (the floor of its stack), for reference.
+    rows += [_row("call, nothing to search", n, *_pair(results, "same", "bare", n)) for n in LEVELS]
+    rows += [_row("call (vs echo SDK)", n, *_pair(results, "sdk", "call", n)) for n in LEVELS]
     headers = ["workload", "clients", "lwc rps", "peer rps", "lwc/peer"]
     headers += ["lwc median / p99 ms", "peer median / p99 ms"]
     lines = [
