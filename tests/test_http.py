@@ -16,7 +16,7 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ class Server:
         *flags: str,
         env: dict[str, str],
         stdin: int = subprocess.DEVNULL,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         argv = lwc_command("serve", "--mcp", "--transport", "http")
         if not any(flag.startswith("--http-listen") for flag in flags):
@@ -56,6 +57,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**_base_env(home), **env},
+            preexec_fn=preexec_fn,
         )
         self.stderr: list[str] = []
         self._listening = threading.Event()

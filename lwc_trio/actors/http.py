@@ -8,17 +8,30 @@ in flight and owns the lifetimes: the request's work is cancelled when its
 client goes away, and SIGINT/SIGTERM stop accepting, let in-flight requests
 finish within the grace, then stop the services (which reaps the CodeGraph
 child). hypercorn is imported here only, and this module only in HTTP mode.
+
+Slow and abusive clients (SPEC §1.2) are handled at two levels. Per connection,
+`_Connection` tracks what the client is doing; a subclass of hypercorn's
+`TCPServer` gives a request whose headers have not arrived within the read
+timeout of its first byte a 408 and closes it, and the app does the same for a
+body that does not complete in time. Across connections, `_Connections` caps how
+many are open: a new one beyond the cap closes the connection that has made no
+progress for longest, or, when every one is busy answering, is itself answered
+503 and closed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
+import os
+import resource
 import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from functools import partial
+from functools import cache, partial
+from math import inf
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,7 +45,7 @@ from lwc_trio.config import HttpConfig, ServerConfig
 from lwc_trio.exceptions import CliError
 from lwc_trio.faults import FaultPlan
 from lwc_trio.protocol import http_rules, session
-from lwc_trio.protocol.http_rules import BODY_LIMIT, Response
+from lwc_trio.protocol.http_rules import BODY_LIMIT, Limits, Response
 
 log = logging.getLogger("lwc.http")
 
@@ -41,8 +54,16 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 BACKLOG: Final = 128
-KEEP_ALIVE: Final = 5.0
-"""Seconds an idle keep-alive connection stays open (hypercorn's default)."""
+CONNECTION_KEY: Final = "lwc.connection"
+"""Where the app finds its `_Connection` in the ASGI scope's `state`."""
+RAW_SEND_TIMEOUT: Final = 1.0
+"""Longest wait to write a 408 or 503 straight to a socket; a client that does not read
+that much gets its connection closed without it."""
+REFUSAL_DRAIN: Final = 1.0
+"""Seconds a refused connection is read (and discarded) after its 503, so closing it with
+unread input does not reset the connection before the client has read the answer."""
+MAX_REFUSING: Final = 16
+"""Refusals being written at once; beyond that a refused connection is closed at once."""
 TOKEN_FILE_LIMIT: Final = 4096
 """A token file longer than this is a mistake (a key file, a log), not a token."""
 
@@ -59,6 +80,7 @@ class _Inbound:
 
     receive: Receive
     work: trio.CancelScope
+    connection: _Connection | None = None
     body: bytearray = attrs.field(factory=bytearray)
     ready: trio.Event = attrs.field(factory=trio.Event)
     """Set once the body is complete, too large, or the client left."""
@@ -84,6 +106,8 @@ class _Inbound:
             else:
                 self.body += chunk
                 if not message.get("more_body", False):
+                    if self.connection is not None:
+                        self.connection.request_arrived()
                     self.ready.set()
 
 
@@ -95,6 +119,7 @@ class McpHttpApp:
     explorer: Explorer
     version: str
     max_in_flight: int
+    limits: Limits = attrs.field(factory=Limits)
     slots: trio.Semaphore = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -108,26 +133,47 @@ class McpHttpApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         head = http_rules.Head(scope["method"], scope["path"], scope["headers"])
-        inbound = _Inbound(receive, trio.CancelScope())
+        connection = (scope.get("state") or {}).get(CONNECTION_KEY)
+        http1 = str(scope.get("http_version", "1.1")).startswith("1")
+        # The request began with its first byte (HTTP/1), or now (HTTP/2 streams).
+        began = trio.current_time()
+        if isinstance(connection, _Connection) and http1 and connection.phase == "reading":
+            began = min(began, connection.since)
+        inbound = _Inbound(receive, trio.CancelScope(), connection)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(inbound.pump)
             response: Response | None = None
             with inbound.work:
-                response = await self._respond(head, inbound)
+                response = await self._respond(head, inbound, began + self.limits.read_timeout)
             if response is not None and not inbound.gone:
+                if isinstance(connection, _Connection):
+                    # Whatever the client sends after a closing answer is not parsed.
+                    connection.closing = connection.closing or response.close
+                    connection.answering = trio.Event()
+                    connection.answerer = trio.lowlevel.current_task()
                 # Outside the work scope: a finished answer is always delivered whole.
                 try:
-                    await _send(send, response)
+                    await _send(send, response, http1)
                 except (trio.BrokenResourceError, trio.BusyResourceError) as exc:
                     # The client hung up while hypercorn was writing or closing.
                     log.debug("client left before its %d was sent: %r", response.status, exc)
+                finally:
+                    if isinstance(connection, _Connection) and connection.answering is not None:
+                        connection.answering.set()
+                        connection.answering = None
             nursery.cancel_scope.cancel()
 
-    async def _respond(self, head: http_rules.Head, inbound: _Inbound) -> Response:
+    async def _respond(self, head: http_rules.Head, inbound: _Inbound, deadline: float) -> Response:
         refused = http_rules.check_head(self.policy, head)
         if refused is not None:
             return refused
-        await inbound.ready.wait()
+        with trio.move_on_at(deadline) as waiting:
+            if inbound.connection is not None:
+                # The connection cap may end this wait early to make room (`_Connections`).
+                inbound.connection.body_wait = waiting
+            await inbound.ready.wait()
+        if not inbound.ready.is_set():
+            return http_rules.timed_out(self.limits)
         if inbound.too_large:
             return http_rules.too_large()
         routed = http_rules.route_body(bytes(inbound.body))
@@ -160,15 +206,232 @@ class McpHttpApp:
         await send({"type": "websocket.http.response.body", "body": response.body})
 
 
-async def _send(send: Send, response: Response) -> None:
+async def _send(send: Send, response: Response, http1: bool = True) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": response.status,
-            "headers": response.asgi_headers(),
+            "headers": response.asgi_headers(http1),
         }
     )
     await send({"type": "http.response.body", "body": response.body})
+
+
+# -- connections: read deadlines and the cap ----------------------------------------------
+
+
+@attrs.define(eq=False)
+class _Connection:
+    """One client connection as the cap and the read deadline see it.
+
+    `phase` is `idle` until a request's first byte, `reading` until its body is complete
+    (`since` is then that first byte's time), `busy` until its answer is sent and the
+    connection is idle again. hypercorn reports "request parsed" and "idle again" through
+    `Updated` events (`_lwc_tcp_server`); the app reports the complete body.
+    """
+
+    stream: trio.SocketStream
+    since: float
+    phase: http_rules.Phase = "idle"
+    headers_done: bool = False
+    http1: bool = True
+    send_lock: trio.Lock | None = None
+    """hypercorn's lock for writing this socket, once its server exists."""
+    body_wait: trio.CancelScope | None = None
+    """The app's wait for the current request's body, while it waits."""
+    closing: bool = False
+    """An answer that closes the connection is being sent: input is no longer parsed."""
+    answering: trio.Event | None = None
+    """Set once the answer being written is out; None when none is."""
+    answerer: trio.lowlevel.Task | None = None
+    """The task writing that answer."""
+    closed: bool = False
+
+    def first_byte(self) -> None:
+        if self.phase == "idle":
+            self.phase, self.since, self.headers_done = "reading", trio.current_time(), False
+
+    def headers_parsed(self) -> None:
+        self.first_byte()  # a pipelined request whose bytes came with the last one
+        self.headers_done = True
+
+    def request_arrived(self) -> None:
+        if self.phase == "reading":
+            self.phase = "busy"
+        self.body_wait = None
+
+    def idle_again(self) -> None:
+        self.phase, self.since, self.headers_done = "idle", trio.current_time(), False
+        self.body_wait = None
+
+    async def refuse(self, response: Response) -> None:
+        """Write `response` straight to the socket (HTTP/1 only) and close it.
+
+        Only for a connection hypercorn has not started answering: nothing of the
+        current request has been sent, so the bytes cannot interleave with another answer.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        if self.http1:
+            lock = self.send_lock or trio.Lock()
+            with (
+                trio.move_on_after(RAW_SEND_TIMEOUT),
+                contextlib.suppress(
+                    trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError
+                ),
+            ):
+                async with lock:
+                    await self.stream.send_all(response.http1_bytes())
+        with trio.CancelScope(shield=True):
+            await self.stream.aclose()
+
+
+@attrs.define(eq=False)
+class _Connections:
+    """The open connections, capped at `limit`."""
+
+    limit: int
+    limits: Limits
+    open: dict[_Connection, None] = attrs.field(factory=dict)
+    refusing: int = 0
+
+    async def admit(self, connection: _Connection) -> bool:
+        """Register `connection`, closing another to make room; False when it was refused
+        (503 and closed) because every open connection is busy answering."""
+        if len(self.open) >= self.limit:
+            members = list(self.open)
+            index = http_rules.choose_victim((c.phase, c.since) for c in members)
+            if index is None:
+                await self._refuse(connection)
+                return False
+            victim = members[index]
+            del self.open[victim]
+            log.info(
+                "connection cap %d reached: closing one %s since %.1f s",
+                self.limit,
+                victim.phase,
+                trio.current_time() - victim.since,
+            )
+            if victim.phase == "reading" and victim.body_wait is not None:
+                # The app waits for this body: it answers 408 and hypercorn closes.
+                victim.body_wait.cancel()
+            elif victim.phase == "reading" and not victim.headers_done:
+                await victim.refuse(http_rules.timed_out(self.limits))
+            else:
+                # Idle (or between its headers and the app's wait): just close the socket.
+                victim.closed = True
+                with trio.CancelScope(shield=True):
+                    await victim.stream.aclose()
+        self.open[connection] = None
+        return True
+
+    def discard(self, connection: _Connection) -> None:
+        self.open.pop(connection, None)
+
+    async def _refuse(self, connection: _Connection) -> None:
+        if self.refusing >= MAX_REFUSING:
+            connection.closed = True
+            await connection.stream.aclose()
+            return
+        self.refusing += 1
+        try:
+            with trio.move_on_after(RAW_SEND_TIMEOUT + REFUSAL_DRAIN):
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await connection.stream.send_all(
+                        http_rules.too_many_connections(self.limit).http1_bytes()
+                    )
+                    await connection.stream.send_eof()
+                    # Read what the client sent so closing does not reset the connection
+                    # (and discard the 503) before the client has read it.
+                    with trio.move_on_after(REFUSAL_DRAIN):
+                        for _ in range(16):
+                            if not await connection.stream.receive_some(4096):
+                                break
+        finally:
+            self.refusing -= 1
+            connection.closed = True
+            with trio.CancelScope(shield=True):
+                await connection.stream.aclose()
+
+
+def _fd_usage() -> tuple[int | None, int]:
+    """(soft limit on open files or None for unlimited, descriptors open now)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = None if soft == resource.RLIM_INFINITY else soft
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        with contextlib.suppress(OSError):
+            return limit, len(os.listdir(folder))
+    return limit, 0
+
+
+@cache
+def _lwc_tcp_server() -> Any:
+    """hypercorn's `TCPServer` with lwc's read deadline and connection bookkeeping."""
+    from hypercorn.events import Closed, RawData, Updated
+    from hypercorn.protocol.h11 import H11Protocol
+    from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
+
+    class LwcTCPServer(TCPServer):
+        lwc_connection: _Connection
+        lwc_limits: Limits
+
+        async def protocol_send(self, event: Any) -> None:
+            await super().protocol_send(event)
+            if isinstance(event, Updated):
+                if event.idle:
+                    self.lwc_connection.idle_again()
+                else:
+                    self.lwc_connection.headers_parsed()
+
+        async def _close(self) -> None:
+            # hypercorn closes without its send lock. When h11 fails on input that came
+            # behind a request (its peer is done, or must close), the reader closes the
+            # socket while the app is writing that request's answer: the answer is lost
+            # (`BusyResourceError`; hypercorn issues #225, #329). Let it finish first,
+            # briefly: a client that does not read its answer does not hold the close.
+            connection = self.lwc_connection
+            answering = connection.answering
+            # The answering task itself closes after its answer (hypercorn's recycle).
+            if answering is not None and connection.answerer is not trio.lowlevel.current_task():
+                with trio.move_on_after(RAW_SEND_TIMEOUT):
+                    await answering.wait()
+            await super()._close()
+
+        async def _read_data(self) -> None:
+            connection = self.lwc_connection
+            connection.send_lock = self.send_lock
+            connection.http1 = isinstance(self.protocol.protocol, H11Protocol)
+            while True:
+                deadline = inf
+                if connection.phase == "reading" and not connection.headers_done:
+                    deadline = connection.since + self.lwc_limits.read_timeout
+                try:
+                    with trio.move_on_at(deadline) as scope:
+                        data = await self.stream.receive_some(MAX_RECV)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    break
+                if scope.cancelled_caught:
+                    # The headers did not arrive in time: nothing was answered yet.
+                    await connection.refuse(http_rules.timed_out(self.lwc_limits))
+                    break
+                if connection.closing:
+                    # Bytes after an answer that closes the connection (say, a request
+                    # smuggled behind an ambiguous body) are dropped unparsed: h11 would
+                    # fail on them and hypercorn close the socket under the answer.
+                    if data == b"":
+                        break
+                    continue
+                if data and connection.phase == "idle":
+                    connection.first_byte()
+                    # The read deadline governs now; the idle timer would cut it short.
+                    await self.idle_task.stop()
+                await self.protocol.handle(RawData(bytes(data)))
+                if data == b"":
+                    break
+            await self.protocol.handle(Closed())
+
+    return LwcTCPServer
 
 
 # -- start-up ---------------------------------------------------------------------------
@@ -221,11 +484,11 @@ def open_listener(http: HttpConfig) -> socket.socket:
     return sock
 
 
-def _hypercorn_config() -> Any:
+def _hypercorn_config(limits: Limits) -> Any:
     from hypercorn.config import Config
 
     config = Config()
-    config.keep_alive_timeout = KEEP_ALIVE
+    config.keep_alive_timeout = limits.idle_timeout
     config.accesslog = None
     # Inside the `lwc` logger tree: silent unless LWC_LOG asks for it.
     config.errorlog = logging.getLogger("lwc.http.server")
@@ -248,36 +511,52 @@ async def _serve_connections(
     makes hypercorn 0.18's reader and writer collide on the socket
     (`BusyResourceError`) and the process exit (hypercorn issues #225, #329).
     Here a failing connection is logged and dropped; the server keeps serving.
-    No lifespan protocol either: the app has nothing to set up.
+    No lifespan protocol either: the app has nothing to set up. Every connection
+    goes through the cap (`_Connections`) and lwc's `TCPServer` subclass.
     """
-    from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.trio.worker_context import WorkerContext
     from hypercorn.typing import ConnectionState
     from hypercorn.utils import wrap_app
 
-    config = _hypercorn_config()
+    limits = app.limits
+    config = _hypercorn_config(limits)
     context = WorkerContext(None)
     asgi = wrap_app(app, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
+    fd_limit, fds_in_use = _fd_usage()
+    cap = http_rules.connection_cap(limits.max_connections, fd_limit, fds_in_use)
+    if cap < limits.max_connections:
+        log.warning("at most %d open connections: the file-descriptor limit is %s", cap, fd_limit)
+    connections = _Connections(cap, limits)
+    server_class = _lwc_tcp_server()
 
     async def handle(stream: trio.SocketStream) -> None:
+        connection = _Connection(stream, trio.current_time())
+        if not await connections.admit(connection):
+            return
+        server = server_class(
+            asgi, config, context, ConnectionState({CONNECTION_KEY: connection}), stream
+        )
+        server.lwc_connection, server.lwc_limits = connection, limits
         try:
-            await TCPServer(asgi, config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
+            await server
         except* Exception as group:
             log.warning("connection failed inside hypercorn: %r", group.exceptions)
+        finally:
+            connections.discard(connection)
 
     sock.listen(BACKLOG)
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-    async with trio.open_nursery() as connections:
+    async with trio.open_nursery() as handlers:
         async with trio.open_nursery() as acceptor:
             await acceptor.start(
-                partial(trio.serve_listeners, handle, [listener], handler_nursery=connections)
+                partial(trio.serve_listeners, handle, [listener], handler_nursery=handlers)
             )
             task_status.started()
             await stop.wait()
             acceptor.cancel_scope.cancel()  # closes the listener: new clients are refused
         # Idle keep-alive connections close now; busy ones get the grace to answer.
         await context.terminated.set()
-        connections.cancel_scope.deadline = trio.current_time() + grace
+        handlers.cancel_scope.deadline = trio.current_time() + grace
 
 
 async def serve_http(
@@ -291,6 +570,10 @@ async def serve_http(
         CliError: unreadable token file or unusable listen address (exit 1).
     """
     http = config.http if config.http is not None else HttpConfig()
+    try:
+        limits = http_rules.parse_limits(os.environ.get(http_rules.LIMITS_ENV))
+    except ValueError as exc:
+        raise CliError("invalid_http_limits", str(exc), exit_code=2) from None
     token = read_token(http.token_file)
     sock = open_listener(http)
     port = sock.getsockname()[1]
@@ -302,7 +585,7 @@ async def serve_http(
         token=token,
     )
     services = Services(config, faults, engines)
-    app = McpHttpApp(policy, services.explorer(), config.version, config.max_in_flight)
+    app = McpHttpApp(policy, services.explorer(), config.version, config.max_in_flight, limits)
     url = f"http://{http_rules.url_host(http.address)}:{port}{http.base_path}"
     if http.remote:
         _say(

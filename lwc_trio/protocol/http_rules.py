@@ -5,8 +5,13 @@ gets back either None (read the body) or the `Response` to send; `route_body()`
 turns the body into a finished `Response` or the `Request` to dispatch. The
 status order is fixed here and nowhere else:
 
-    403 Host/Origin → 404 path → 405 method → 401 token → 400 version header
-    → 415 content type → 406 Accept → 413 size → 400 JSON/envelope → 200/202
+    400 ambiguous framing → 403 Host/Origin → 404 path → 405 method → 401 token
+    → 400 version header → 415 content type → 406 Accept → 413 size
+    → 400 JSON/envelope → 200/202
+
+The limits that keep slow and abusive clients from exhausting the server (SPEC §1.2) are
+here too, as data (`Limits`) and pure decisions (`connection_cap`, `choose_victim`); the actor
+only applies them.
 
 The flag parsers (`parse_listen`, `normalise_base_path`, `parse_allowed_host`)
 live here too, so the CLI and the rules agree on what a host or path is.
@@ -28,6 +33,22 @@ from lwc_trio.protocol.session import SUPPORTED_VERSIONS
 
 BODY_LIMIT: Final = FRAME_LIMIT
 """Largest accepted request body: the same 64 KiB as a stdio frame."""
+
+REQUEST_READ_TIMEOUT: Final = 10.0
+"""Seconds from a request's first byte until its headers and body must have arrived."""
+
+KEEP_ALIVE_TIMEOUT: Final = 30.0
+"""Seconds an idle keep-alive connection (or one that never sent a byte) stays open."""
+
+CONNECTION_LIMIT: Final = 256
+"""Open connections at most (fewer when the file-descriptor limit is lower)."""
+
+FD_RESERVE: Final = 64
+"""File descriptors kept free for everything that is not a client connection: stores,
+the CodeGraph child's pipes, path checks, refusals being written."""
+
+LIMITS_ENV: Final = "LWC_HTTP_LIMITS"
+"""Internal: `read=S,idle=S,connections=N` overrides the limits (tests use short values)."""
 
 RETRY_AFTER: Final = b"1"
 """Seconds a 503 tells the client to wait: a tool call takes about that long."""
@@ -133,6 +154,79 @@ def url_host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
+# -- limits on connections --------------------------------------------------------------
+
+
+@attrs.frozen
+class Limits:
+    """How long a request may take to arrive, an idle connection may stay, and how many
+    connections may be open at once (SPEC §1.2 defaults)."""
+
+    read_timeout: float = REQUEST_READ_TIMEOUT
+    idle_timeout: float = KEEP_ALIVE_TIMEOUT
+    max_connections: int = CONNECTION_LIMIT
+
+
+def parse_limits(text: str | None) -> Limits:
+    """`LIMITS_ENV`'s value (`read=S,idle=S,connections=N`, any subset) → `Limits`.
+
+    Raises:
+        ValueError: an unknown key, a repeated key, or a value that is not positive.
+    """
+    if text is None or not text.strip():
+        return Limits()
+    fields: dict[str, float | int] = {}
+    names = {"read": "read_timeout", "idle": "idle_timeout", "connections": "max_connections"}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in names or names[key] in fields:
+            raise ValueError(
+                f"{LIMITS_ENV}: {item.strip()!r} is not one of read=, idle=, connections="
+            )
+        try:
+            number: float | int = int(value) if key == "connections" else float(value)
+        except ValueError:
+            number = 0
+        if not number > 0 or number == float("inf"):
+            raise ValueError(
+                f"{LIMITS_ENV}: {key} must be a positive number, got {value.strip()!r}"
+            )
+        fields[names[key]] = number
+    return Limits(**fields)  # type: ignore[arg-type]
+
+
+def connection_cap(configured: int, fd_limit: int | None, fds_in_use: int) -> int:
+    """How many connections may be open: `configured`, lowered so that every accepted one
+    still leaves `FD_RESERVE` descriptors free under the process's limit (at least 1).
+
+    `fd_limit` None means unlimited. Without this, a low limit (`ulimit -n 128`) lets
+    hanging clients take every descriptor: `accept()` fails and nobody is served.
+    """
+    if fd_limit is None:
+        return configured
+    return max(1, min(configured, fd_limit - fds_in_use - FD_RESERVE))
+
+
+Phase = str
+"""A connection's state for the cap: `idle` (nothing of a request yet), `reading` (a request
+has begun arriving), `busy` (a complete request is being answered)."""
+
+
+def choose_victim(connections: Iterable[tuple[Phase, float]]) -> int | None:
+    """Which open connection to close so a new one fits under the cap, by position.
+
+    The one that has made no progress for longest: idle or still sending its request, the
+    earliest `since`. Connections whose request is complete are never closed for room;
+    None when every connection is busy (the new one is refused instead).
+    """
+    best: tuple[float, int] | None = None
+    for index, (phase, since) in enumerate(connections):
+        if phase != "busy" and (best is None or since < best[0]):
+            best = (since, index)
+    return None if best is None else best[1]
+
+
 # -- the policy the rules enforce -------------------------------------------------------
 
 
@@ -188,14 +282,33 @@ class Response:
     status: int
     body: bytes = b""
     headers: tuple[tuple[bytes, bytes], ...] = ()
+    close: bool = False
+    """The connection must be closed after this answer (the request's end is unknown)."""
 
-    def asgi_headers(self) -> list[tuple[bytes, bytes]]:
-        """Every header to send, content-length included (never CORS headers)."""
+    def asgi_headers(self, http1: bool = True) -> list[tuple[bytes, bytes]]:
+        """Every header to send, content-length included (never CORS headers).
+
+        `Connection: close` only on HTTP/1 (HTTP/2 forbids connection headers).
+        """
         headers = list(self.headers)
         if self.body:
             headers.append((b"content-type", b"application/json"))
         headers.append((b"content-length", str(len(self.body)).encode()))
+        if self.close and http1:
+            headers.append((b"connection", b"close"))
         return headers
+
+    def http1_bytes(self) -> bytes:
+        """The whole answer as HTTP/1.1 bytes, `Connection: close` always: for writing
+        straight to a socket hypercorn does not (or no longer) speak on."""
+        reason = _REASONS.get(self.status, b"Error")
+        lines = [b"HTTP/1.1 %d %s" % (self.status, reason)]
+        headers = attrs.evolve(self, close=True).asgi_headers()
+        lines += [name + b": " + value for name, value in headers]
+        return b"\r\n".join(lines) + b"\r\n\r\n" + self.body
+
+
+_REASONS: Final = {408: b"Request Timeout", 503: b"Service Unavailable"}
 
 
 def reply(message: dict[str, Any], status: int = 200) -> Response:
@@ -226,6 +339,33 @@ def too_large() -> Response:
     """413: the body went past `BODY_LIMIT`."""
     return rejection(
         413, "frame_too_large", f"Request exceeds {BODY_LIMIT // 1024} KiB", limit=BODY_LIMIT
+    )
+
+
+def timed_out(limits: Limits) -> Response:
+    """408: the request did not arrive within `read_timeout` of its first byte."""
+    return attrs.evolve(
+        rejection(
+            408,
+            "request_timeout",
+            f"Request Timeout: headers and body must arrive within "
+            f"{limits.read_timeout:g} s of the first byte",
+        ),
+        close=True,
+    )
+
+
+def too_many_connections(limit: int) -> Response:
+    """503 for a connection beyond the cap while every open one is busy answering."""
+    return attrs.evolve(
+        rejection(
+            503,
+            "server_busy",
+            f"Server busy: {limit} connections are open and answering; retry shortly",
+            code=jsonrpc.SERVER_BUSY,
+            headers=((b"retry-after", RETRY_AFTER),),
+        ),
+        close=True,
     )
 
 
@@ -268,6 +408,19 @@ def check_head(policy: Policy, head: Head) -> Response | None:
         refused = check(policy, head)
         if refused is not None:
             return refused
+    return None
+
+
+def _check_framing(policy: Policy, head: Head) -> Response | None:
+    # Two ways to say where the body ends: a proxy in front may pick the other one, so the
+    # bytes after our idea of the end could be a second, smuggled request. Never guess.
+    if head.values(b"content-length") and head.values(b"transfer-encoding"):
+        refused = rejection(
+            400,
+            "ambiguous_framing",
+            "Bad Request: both Content-Length and Transfer-Encoding; send one",
+        )
+        return attrs.evolve(refused, close=True)
     return None
 
 
@@ -420,6 +573,7 @@ def _check_length(policy: Policy, head: Head) -> Response | None:
 
 
 _HEAD_CHECKS: Final = (
+    _check_framing,
     _check_host,
     _check_path,
     _check_method,

@@ -1,0 +1,286 @@
+"""Slow and abusive HTTP clients cannot exhaust `lwc serve --transport http` (SPEC §1.2).
+
+Real server processes, raw sockets. The limits are shortened through `LWC_HTTP_LIMITS`
+(read timeout, idle timeout, connection cap) so no test waits out the real 10 s / 30 s; the
+defaults themselves are pinned in `test_http_rules.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import lwc_command
+from test_http import PING, Server, _complete, call, request
+
+pytestmark = pytest.mark.slow
+
+WAIT = 8.0
+"""Longest a test waits for any one answer or close; the limits under test are ~1 s."""
+
+
+def _post_head(port: int, length: int, extra: str = "") -> bytes:
+    return (
+        f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n{extra}\r\n"
+    ).encode()
+
+
+def _read_until_closed(sock: socket.socket, timeout: float = WAIT) -> tuple[bytes, bool]:
+    """Everything the server sends until it closes; (bytes, closed within `timeout`)."""
+    sock.settimeout(timeout)
+    data = b""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            chunk = sock.recv(65_536)
+        except TimeoutError:
+            return data, False
+        except ConnectionResetError:
+            return data, True
+        if not chunk:
+            return data, True
+        data += chunk
+    return data, False
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One complete response from a keep-alive connection."""
+    sock.settimeout(WAIT)
+    data = b""
+    while not _complete(data):
+        chunk = sock.recv(65_536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _status(response: bytes) -> int | None:
+    line = response.split(b"\r\n", 1)[0]
+    parts = line.split()
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+
+
+def _kind(response: bytes) -> str:
+    body = response.partition(b"\r\n\r\n")[2]
+    kind: str = json.loads(body)["error"]["data"]["kind"]
+    return kind
+
+
+@pytest.fixture
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    started: list[Server] = []
+
+    def start(limits: str = "", **kwargs: Any) -> Server:
+        env = {"LWC_HTTP_LIMITS": limits} if limits else {}
+        env.update(kwargs.pop("env", {}))
+        srv = Server(
+            tmp_path_factory.mktemp("ws"), tmp_path_factory.mktemp("home"), env=env, **kwargs
+        )
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        code, stdout = srv.stop()
+        assert (code, stdout) == (0, b""), srv.stderr
+
+
+# -- the request read timeout ---------------------------------------------------------------
+
+
+def test_unfinished_body_gets_408_and_the_connection_closed(server: Any) -> None:
+    """Headers complete, body cut short: 408 at the read timeout, then the server closes.
+
+    Before the limits, such connections were never closed (0 of 200 in 30 s).
+    """
+    srv = server("read=1")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(_post_head(srv.port, len(PING)) + PING[:10])
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == 408, response
+    assert _kind(response) == "request_timeout"
+    assert b"connection: close" in response.lower()
+    assert closed
+    assert request(srv.port)[0] == 200
+
+
+def test_trickled_headers_get_408_at_the_deadline_from_the_first_byte(server: Any) -> None:
+    """A byte every 0.2 s keeps the socket busy but cannot stretch the request's deadline."""
+    srv = server("read=1,idle=60")
+    head = _post_head(srv.port, len(PING))
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.setblocking(False)
+        response = b""
+        started = time.monotonic()
+        for byte in head[:-2]:  # never the blank line that ends the headers
+            with contextlib.suppress(BlockingIOError):
+                response += sock.recv(65_536)
+            if response or time.monotonic() - started > WAIT:
+                break
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.send(bytes([byte]))
+            time.sleep(0.2)
+        sock.setblocking(True)
+        rest, closed = _read_until_closed(sock)
+    response += rest
+    assert _status(response) == 408, response
+    assert closed
+
+
+def test_a_complete_request_after_an_idle_pause_is_served(server: Any) -> None:
+    """The deadline runs from a request's first byte, not from when the connection opened."""
+    srv = server("read=1,idle=5")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        time.sleep(1.5)  # longer than the read timeout, shorter than the idle timeout
+        sock.sendall(_post_head(srv.port, len(PING)) + PING)
+        response = _read_response(sock)
+    assert _status(response) == 200, response
+
+
+# -- the keep-alive idle timeout ------------------------------------------------------------
+
+
+def test_idle_keep_alive_connection_is_closed_after_the_idle_timeout(server: Any) -> None:
+    """An answered keep-alive connection stays usable, then closes once idle too long."""
+    srv = server("idle=1")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        for _ in range(2):
+            sock.sendall(_post_head(srv.port, len(PING)) + PING)
+            assert _status(_read_response(sock)) == 200
+        started = time.monotonic()
+        rest, closed = _read_until_closed(sock, timeout=4.0)
+    assert closed and rest == b""
+    assert time.monotonic() - started < 4.0
+
+
+# -- the connection cap ---------------------------------------------------------------------
+
+
+def _half_sent(port: int, count: int) -> list[socket.socket]:
+    """`count` connections, each with its headers sent and its body never finished."""
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        sock.sendall(_post_head(port, len(PING)) + PING[:5])
+        socks.append(sock)
+    return socks
+
+
+def _limit_files(limit: int) -> Any:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return apply
+
+
+def test_fresh_request_is_served_while_120_requests_hang_with_128_descriptors(
+    server: Any,
+) -> None:
+    """The issue's case: 128 file descriptors, 120 half-sent requests, then one fresh one.
+
+    Before the cap, the hanging requests took every descriptor and the fresh request was
+    never answered. Now the cap stays below the descriptor limit and a new connection at
+    the cap closes the one that made no progress for longest.
+    """
+    srv = server(preexec_fn=_limit_files(128))  # the real 10 s read timeout: they hang
+    socks = _half_sent(srv.port, 120)
+    try:
+        status, _, body = request(srv.port, body=PING)
+        assert status == 200, body
+        fresh_call = call("anything", srv.workspace, mode="memory")
+        status, _, body = request(srv.port, body=fresh_call)
+        assert status == 200, body
+        # A tool call is served too: the memory plane answers (no Wiki in this workspace).
+        memory = json.loads(body)["result"]["structuredContent"]["memory"]
+        assert memory["error"]["code"] == "store_not_found"
+    finally:
+        for sock in socks:
+            sock.close()
+    assert srv.proc.poll() is None
+
+
+def test_cap_closes_the_stalest_connection_to_admit_a_new_one(server: Any) -> None:
+    """At the cap, the oldest half-sent request is answered 408 and closed; the new one is served."""
+    srv = server("connections=4")
+    socks = _half_sent(srv.port, 4)
+    try:
+        time.sleep(0.2)
+        status, _, _ = request(srv.port)
+        assert status == 200
+        oldest, closed = _read_until_closed(socks[0], timeout=WAIT)
+        assert closed and _status(oldest) == 408
+        socks[-1].settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            socks[-1].recv(1)  # the newest half-sent request is still waiting for its body
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_beyond_the_cap_with_every_connection_busy_a_new_one_gets_503(server: Any) -> None:
+    """Connections that are answering are never closed for room: the newcomer is refused."""
+    srv = server("connections=2", env={"LWC_FAULTS": "memory=delay:3"})
+    body = call("anything", srv.workspace, mode="memory")
+    busy = []
+    try:
+        for _ in range(2):
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
+            sock.sendall(_post_head(srv.port, len(body)) + body)
+            busy.append(sock)
+        time.sleep(0.5)  # both calls are in flight (the memory plane holds them 3 s)
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+            sock.sendall(_post_head(srv.port, len(PING)) + PING)
+            response, closed = _read_until_closed(sock)
+        assert _status(response) == 503, response
+        assert _kind(response) == "server_busy"
+        assert b"retry-after: 1" in response.lower()
+        assert closed
+        for sock in busy:
+            answer, _ = _read_until_closed(sock, timeout=WAIT)
+            assert _status(answer) == 200, answer
+    finally:
+        for sock in busy:
+            sock.close()
+
+
+# -- request smuggling ----------------------------------------------------------------------
+
+
+def test_content_length_with_transfer_encoding_is_400_and_closed(server: Any) -> None:
+    """Both framings on one request: 400, nothing behind it is read as a second request."""
+    srv = server()
+    smuggled = f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode()
+    chunked = f"{len(PING):x}\r\n".encode() + PING + b"\r\n0\r\n\r\n"
+    head = _post_head(srv.port, len(chunked), "Transfer-Encoding: chunked\r\n")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(head + chunked + smuggled)
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == 400, response
+    assert response.count(b"HTTP/1.1 ") == 1
+    assert _kind(response) == "ambiguous_framing"
+    assert closed
+
+
+def test_bad_limits_variable_exits_2(tmp_path: Path, lwc_env: dict[str, str]) -> None:
+    """`LWC_HTTP_LIMITS` is strict: a typo is a start-up error, not a silent default."""
+    argv = lwc_command("serve", "--mcp", "--transport", "http", "--http-listen", "127.0.0.1:0")
+    done = subprocess.run(
+        [*argv, "--path", str(tmp_path)],
+        env={**lwc_env, "LWC_HTTP_LIMITS": "read=0"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert json.loads(done.stderr)["error"]["code"] == "invalid_http_limits"
