@@ -62,6 +62,7 @@ def status_kind(response: Response | None) -> tuple[int, str] | None:
 def test_each_check_fires_in_spec_order() -> None:
     """A request breaking every rule is refused by each rule in turn as the earlier ones are fixed."""
     fixes: list[tuple[dict[str, str | None], tuple[int, str]]] = [
+        ({"transfer_encoding": "chunked"}, (400, "ambiguous_framing")),
         ({"host": "evil.test"}, (403, "forbidden_host")),
         ({"origin": "http://evil.test"}, (403, "forbidden_origin")),
         ({}, (404, "not_found")),  # the path is wrong; fixed below by changing `path`
@@ -441,3 +442,93 @@ def test_replies_and_busy_carry_json_and_retry_after() -> None:
     assert message["id"] == 9
     assert message["error"]["code"] == jsonrpc.SERVER_BUSY
     assert message["error"]["data"]["kind"] == "server_busy"
+
+
+# -- framing and the limits on slow and abusive clients -----------------------------------
+
+
+def test_content_length_with_transfer_encoding_is_400_and_closes() -> None:
+    """Two framings on one request: refused before anything else, and the connection closed."""
+    response = check_head(POLICY, head(content_length="40", transfer_encoding="chunked"))
+    assert status_kind(response) == (400, "ambiguous_framing")
+    assert response is not None and response.close
+    assert (b"connection", b"close") in response.asgi_headers(http1=True)
+    assert all(name != b"connection" for name, _ in response.asgi_headers(http1=False))
+    assert check_head(POLICY, head(transfer_encoding="chunked")) is None
+    assert check_head(POLICY, head(content_length="40")) is None
+
+
+def test_default_limits_are_the_spec_values() -> None:
+    """10 s to read a request, 30 s idle keep-alive, 256 connections (SPEC §1.2)."""
+    assert http_rules.Limits() == http_rules.Limits(10.0, 30.0, 256)
+    assert http_rules.parse_limits(None) == http_rules.Limits()
+    assert http_rules.parse_limits(" ") == http_rules.Limits()
+
+
+def test_parse_limits_takes_any_subset_and_rejects_the_rest() -> None:
+    limits = http_rules.parse_limits("read=0.5, connections=8")
+    assert limits == http_rules.Limits(0.5, 30.0, 8)
+    assert http_rules.parse_limits("idle=2").idle_timeout == 2.0
+    for bad in (
+        "read=0",
+        "read=-1",
+        "idle=inf",
+        "idle=nan",
+        "connections=1.5",
+        "write=1",
+        "read",
+        "read=1,read=2",
+        "connections=x",
+    ):
+        with pytest.raises(ValueError, match="LWC_HTTP_LIMITS"):
+            http_rules.parse_limits(bad)
+
+
+@pytest.mark.parametrize(
+    ("configured", "fd_limit", "in_use", "expected"),
+    [
+        (256, None, 20, 256),  # unlimited descriptors
+        (256, 1_048_576, 20, 256),
+        (256, 1024, 20, 256),
+        (256, 256, 20, 256 - 20 - http_rules.FD_RESERVE),
+        (256, 128, 20, 128 - 20 - http_rules.FD_RESERVE),  # the issue's ulimit -n 128
+        (256, 64, 20, 1),  # never below one
+        (4, 128, 20, 4),
+    ],
+)
+def test_connection_cap_leaves_descriptors_free(
+    configured: int, fd_limit: int | None, in_use: int, expected: int
+) -> None:
+    assert http_rules.connection_cap(configured, fd_limit, in_use) == expected
+
+
+def test_victim_is_the_connection_without_progress_for_longest() -> None:
+    """Idle and half-sent connections can be closed for room, oldest first; busy ones never."""
+    choose = http_rules.choose_victim
+    assert choose([("busy", 1.0), ("reading", 5.0), ("idle", 3.0)]) == 2
+    assert choose([("reading", 2.0), ("idle", 3.0)]) == 0
+    assert choose([("busy", 1.0), ("busy", 2.0)]) is None
+    assert choose([]) is None
+
+
+def test_timeout_and_refusal_answers_close_and_serialise_as_http1() -> None:
+    limits = http_rules.Limits(read_timeout=10.0)
+    timed_out = http_rules.timed_out(limits)
+    assert status_kind(timed_out) == (408, "request_timeout")
+    assert "10 s" in error_of(timed_out)["message"]
+    refused = http_rules.too_many_connections(256)
+    assert status_kind(refused) == (503, "server_busy")
+    assert error_of(refused)["code"] == jsonrpc.SERVER_BUSY
+    for response in (timed_out, refused):
+        assert response.close
+        raw = response.http1_bytes()
+        head_bytes, _, body = raw.partition(b"\r\n\r\n")
+        lines = head_bytes.split(b"\r\n")
+        assert lines[0] == b"HTTP/1.1 %d %s" % (
+            response.status,
+            b"Request Timeout" if response.status == 408 else b"Service Unavailable",
+        )
+        assert b"connection: close" in lines
+        assert b"content-length: %d" % len(body) in lines
+        assert body == response.body
+    assert b"retry-after: 1" in refused.http1_bytes()
