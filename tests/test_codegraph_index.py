@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from lwc_trio.codegraph.index import IndexInvalid, Ready, find_index, readiness
+from lwc_trio.codegraph.index import (
+    IndexInvalid,
+    Located,
+    Ready,
+    find_index,
+    locate_index,
+    readiness,
+)
 
 
 def make_index(root: Path) -> Path:
@@ -143,3 +151,80 @@ def test_readiness_creates_no_file(tree: Path) -> None:
     before = snapshot(tree)
     assert isinstance(readiness(src, ws, env_for(tree)), Ready)
     assert snapshot(tree) == before
+
+
+# -- locating through directory handles (SPEC §3 "Races") -----------------------------------
+
+
+def test_locate_index_agrees_with_find_index_and_names_the_root(tree: Path) -> None:
+    """Same root as the path-string lookup, plus an identity: one node per directory from the
+    workspace down, then `.codegraph` and the db; one change time per directory above the root."""
+    ws, proj = tree / "ws", tree / "ws" / "proj"
+    db = make_index(proj)
+    located = locate_index(proj / "src" / "deep", ws)
+    assert isinstance(located, Located)
+    assert located.root == find_index(proj / "src" / "deep", ws) == proj
+    assert len(located.identity.nodes) == 4  # ws, proj, .codegraph, codegraph.db
+    assert len(located.identity.stamps) == 1  # ws
+    assert located.identity.db == (db.stat().st_dev, db.stat().st_ino)
+    assert locate_index(proj, ws) == located
+    assert locate_index(tree / "elsewhere", ws) is None
+
+
+def test_locate_index_refuses_a_component_that_became_a_link(tree: Path) -> None:
+    """The path was checked, then `proj` was swapped for a symlink: the walk does not follow it."""
+    ws, proj = tree / "ws", tree / "ws" / "proj"
+    make_index(proj)
+    outside = tree / "outside"
+    make_index(outside)
+    proj.rename(tree / "ws" / "proj.real")
+    proj.symlink_to(outside)
+    found = locate_index(proj / "src", ws)
+    assert isinstance(found, IndexInvalid)
+    assert "changed while it was being checked" in found.reason
+    assert isinstance(locate_index(proj, ws), IndexInvalid)
+    state = readiness(proj, ws, env_for(tree))
+    assert not isinstance(state, Ready)
+    assert state["error"]["code"] == "codegraph_index_invalid"
+
+
+def test_identity_shows_a_swap_that_was_put_back(tree: Path) -> None:
+    """Swapped for a link and back between two looks: same inodes, but the parent changed."""
+    ws, proj = tree / "ws", tree / "ws" / "proj"
+    make_index(proj)
+    before = locate_index(proj, ws)
+    assert isinstance(before, Located)
+    time.sleep(0.02)  # past a coarse timestamp tick, where change times are not fine-grained
+    proj.rename(ws / "hidden")
+    proj.symlink_to(tree / "bin")
+    proj.unlink()
+    (ws / "hidden").rename(proj)
+    after = locate_index(proj, ws)
+    assert isinstance(after, Located)
+    assert after.identity.nodes == before.identity.nodes
+    assert after.identity.stamps != before.identity.stamps
+
+
+def test_identity_shows_a_directory_replaced_by_another(tree: Path) -> None:
+    ws, proj = tree / "ws", tree / "ws" / "proj"
+    make_index(proj)
+    before = locate_index(proj, ws)
+    proj.rename(ws / "old")
+    make_index(proj)
+    after = locate_index(proj, ws)
+    assert isinstance(before, Located) and isinstance(after, Located)
+    assert after.identity.nodes != before.identity.nodes
+
+
+def test_open_index_files_of_a_process_are_checked(tmp_path: Path) -> None:
+    """`/proc/PID/fd` tells which codegraph.db a process has open (Linux only)."""
+    from lwc_trio.codegraph.plane import _holds_other_index
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("no /proc on this platform")
+    db = make_index(tmp_path / "p")
+    st = db.stat()
+    with db.open("rb"):
+        assert _holds_other_index(os.getpid(), (st.st_dev, st.st_ino)) is False
+        assert _holds_other_index(os.getpid(), (st.st_dev, st.st_ino + 1)) is True
+    assert _holds_other_index(2**22 + 12345, (0, 0)) is None

@@ -9,10 +9,17 @@ The slot is held from sending a call until its reply arrives or the child is kil
 the caller returns. A caller cancelled while its call is in flight leaves the slot with the
 request, which frees it when the child's late reply comes (or the watchdog kills the child after
 `call_timeout` in flight). A caller cancelled while queued just leaves the queue.
+
+Races (SPEC §3): the child resolves paths itself, so the tree could be swapped under it. The
+plane locates the index through directory handles before every call (`locate_index`), binds the
+child to the root's identity (a different identity replaces the child), and after every reply
+locates it again: a changed identity, or a child holding a `codegraph.db` other than the one
+found, discards the answer and kills the child (docs/security.md, "Code plane and races").
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,7 +30,16 @@ import trio
 
 from lwc_trio.codegraph import wire
 from lwc_trio.codegraph.child import ChildFailed, CodeGraphChild, Failure
-from lwc_trio.codegraph.index import Ready, error_state, readiness
+from lwc_trio.codegraph.index import (
+    DB_NAME,
+    IndexInvalid,
+    Located,
+    Ready,
+    RootIdentity,
+    error_state,
+    locate_index,
+    readiness,
+)
 from lwc_trio.codegraph.result import error_reply_state, interpret_tool_result
 
 __all__ = [
@@ -67,6 +83,7 @@ class CodePlane:
         self._slot = trio.Semaphore(1)
         self._waiting = 0
         self._child: CodeGraphChild | None = None
+        self._child_identity: RootIdentity | None = None
         self._closed = False
 
     @property
@@ -110,6 +127,21 @@ class CodePlane:
         finally:
             if not handed_off:
                 self._slot.release()
+        if not isinstance(outcome, Failure):
+            changed = _changed_during_call(ready, locate_index(q.project_path, q.workspace), child)
+            if changed is not None:
+                # What the child read may come from outside: the answer is discarded.
+                reason, keep_child = changed
+                failure = Failure(
+                    "codegraph_index_invalid",
+                    f"the project tree changed during the call ({reason}); the answer was "
+                    "discarded — retry once the tree is stable",
+                )
+                if not keep_child:
+                    # It may have opened (and cached) another project: not reused.
+                    child.kill(failure)
+                    await child.wait_exited()
+                return failure.state()
         state = self._state_of(outcome)
         if state is None:
             failure = Failure(
@@ -126,13 +158,21 @@ class CodePlane:
         """The live child for `ready.root`, starting one (and stopping any other) if needed.
         Called with the slot held, so no request of the old child is in flight."""
         child = self._child
+        same_identity = (
+            self._child_identity is not None
+            and ready.identity is not None
+            and self._child_identity.nodes == ready.identity.nodes
+        )
         if (
             child is not None
             and child.alive
             and (child.root, child.binary) == (ready.root, ready.binary)
+            and same_identity
         ):
             return child
         if child is not None:
+            # Another root, or the same path now naming other directories: a child started for
+            # the old one may hold its files open.
             child.kill(Failure("codegraph_crashed", "replaced by a child for another index root"))
         child = CodeGraphChild(
             binary=ready.binary,
@@ -140,7 +180,7 @@ class CodePlane:
             env=self._config.env,
             call_timeout=self._config.call_timeout,
         )
-        self._child = child
+        self._child, self._child_identity = child, ready.identity
         await self._nursery.start(child.run)
         await child.handshake()
         return child
@@ -160,6 +200,60 @@ class CodePlane:
         self._closed = True
         if self._child is not None:
             self._child.kill(Failure("code_internal", "the code plane shut down"))
+
+
+def _changed_during_call(
+    before: Ready, after: Located | IndexInvalid | None, child: CodeGraphChild
+) -> tuple[str, bool] | None:
+    """Why the answer cannot be trusted to come from `before`'s index root, or None; with
+    the reason, whether the child may still be reused.
+
+    `after` is `locate_index` run again once the reply is in. On Linux the child's open files
+    are checked too: a `codegraph.db` other than the one located means it opened another
+    project (its connections stay open, so a swap it followed is still visible there), and it
+    is not reused. When it provably holds no other index it keeps nothing from outside: the
+    answer goes, the child stays, so a swapper in a loop cannot make every call pay for a
+    fresh child. Where its files cannot be seen (macOS), it is replaced.
+    """
+    if before.identity is None:
+        return None
+    other = _holds_other_index(child.pid, before.identity.db) if child.pid else None
+    if other:
+        return "CodeGraph opened an index other than the one checked", False
+    if not isinstance(after, Located) or after.root != before.root:
+        reason = "the index root is no longer where it was"
+    elif after.identity.nodes != before.identity.nodes:
+        reason = "a directory on the way to the index was replaced"
+    elif after.identity.stamps != before.identity.stamps:
+        reason = "a directory on the way to the index had entries renamed or replaced"
+    else:
+        return None
+    return reason, other is False
+
+
+def _holds_other_index(pid: int, db: tuple[int, int]) -> bool | None:
+    """Whether process `pid` has a `codegraph.db` open that is not `db` (st_dev, st_ino);
+    None when that cannot be known.
+
+    Reads `/proc/PID/fd`; where there is none (macOS) the answer is None and the identity
+    checks stand alone.
+    """
+    base = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            target = os.readlink(f"{base}/{name}")
+            if os.path.basename(target.removesuffix(" (deleted)")) != DB_NAME:
+                continue
+            opened = os.stat(f"{base}/{name}")
+        except OSError:
+            continue  # closed meanwhile
+        if (opened.st_dev, opened.st_ino) != db:
+            return True
+    return False
 
 
 @asynccontextmanager
