@@ -147,6 +147,25 @@ def test_a_complete_request_after_an_idle_pause_is_served(server: Any) -> None:
     assert _status(response) == 200, response
 
 
+def test_pipelined_requests_are_each_answered_within_their_own_deadline(server: Any) -> None:
+    """Three requests in one write: three answers; the connection stays open for a fourth."""
+    srv = server("read=1,idle=5")
+    one = _post_head(srv.port, len(PING)) + PING
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(one * 3)
+        sock.settimeout(WAIT)
+        data = b""
+        while data.count(b"HTTP/1.1 200 ") < 3:
+            chunk = sock.recv(65_536)
+            assert chunk, data
+            data += chunk
+        time.sleep(1.5)  # past the read timeout: idle time between requests does not count
+        sock.sendall(one)
+        last = _read_response(sock)
+    assert data.count(b"HTTP/1.1 ") == 3, data
+    assert _status(last) == 200, last
+
+
 # -- the keep-alive idle timeout ------------------------------------------------------------
 
 

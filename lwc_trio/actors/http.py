@@ -377,12 +377,14 @@ def _lwc_tcp_server() -> Any:
         lwc_limits: Limits
 
         async def protocol_send(self, event: Any) -> None:
-            await super().protocol_send(event)
+            # Noted before hypercorn acts on it: its handling yields, and the reader may
+            # parse the next (pipelined) request meanwhile, whose "parsed" must come last.
             if isinstance(event, Updated):
                 if event.idle:
                     self.lwc_connection.idle_again()
                 else:
                     self.lwc_connection.headers_parsed()
+            await super().protocol_send(event)
 
         async def _close(self) -> None:
             # hypercorn closes without its send lock. When h11 fails on input that came
