@@ -24,6 +24,7 @@ IO_TIMEOUT.
     scripts/bench http            # the full run recorded in docs/benchmarks.md
     scripts/bench http --quick    # a few seconds, same code paths
     scripts/bench http --json     # machine-readable results on stdout
+    scripts/bench http --baseline DIR   # also lwc_trio from DIR (e.g. main), interleaved
 
 Target (issue 11): at least 1.5x the same-work SDK server's tool-call throughput at every
 concurrency level (issue 5's "at least an echo server" is retired: it compared real searches
@@ -50,6 +51,7 @@ import trio
 
 from benchmarks.fixtures import private_env, shared_wiki
 from benchmarks.http import HttpConnection
+from benchmarks.procstats import cpu_s
 from benchmarks.scenarios.http_targets import (
     FULL,
     IO_TIMEOUT,
@@ -97,13 +99,26 @@ class Client:
 class Sample:
     latencies_ms: list[float] = field(default_factory=list)
     wall_s: float = 0.0
+    cpu_s: float | None = None
+    """The server's CPU time over the measured requests: steadier than latency on a shared
+    machine, where other load adds waiting rather than work."""
 
     def summary(self) -> dict[str, float]:
-        return {
+        out = {
             "rps": len(self.latencies_ms) / self.wall_s,
             "median_ms": median(self.latencies_ms),
             "p99_ms": percentile(self.latencies_ms, 0.99),
         }
+        if self.cpu_s is not None:
+            out["cpu_us_per_request"] = self.cpu_s / len(self.latencies_ms) * 1e6
+        return out
+
+
+def _cpu(target: Target) -> float | None:
+    try:
+        return None if target.proc is None else cpu_s(target.proc.pid)
+    except OSError:
+        return None  # no /proc here
 
 
 async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> Sample:
@@ -151,8 +166,12 @@ async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> S
         with trio.fail_after(IO_TIMEOUT):
             await ready.wait()
         started = time.perf_counter()
+        cpu_before = _cpu(target)
         go.set()
     sample.wall_s = time.perf_counter() - started
+    cpu_after = _cpu(target)
+    if cpu_before is not None and cpu_after is not None:
+        sample.cpu_s = cpu_after - cpu_before
     return sample
 
 
@@ -218,6 +237,8 @@ def _report(results: dict[str, Any], plan: Plan) -> tuple[str, bool]:
         f"target (lwc tool-call rps >= {CALL_TARGET}x the same-work SDK's at every level): "
         f"{'MET' if met else 'MISSED'}",
     ]
+    if "base" in results:
+        lines += ["", _baseline_table(results)]
     return "\n".join(lines), met
 
 
@@ -228,11 +249,31 @@ def _pair(
     return results["lwc"][key], results[peer][key]
 
 
+def _baseline_table(results: dict[str, Any]) -> str:
+    """This checkout against `--baseline`, same workloads, with server CPU per request."""
+    rows = []
+    for workload in ("ping", "call", "bare"):
+        for clients in LEVELS:
+            key = f"{workload}@{clients}"
+            lwc, base = results["lwc"][key], results["base"][key]
+            label = "call, nothing to search" if workload == "bare" else workload
+            row = _row(label, clients, lwc, base)
+            cpu = [
+                f"{s['cpu_us_per_request']:.0f}" if "cpu_us_per_request" in s else "n/a"
+                for s in (lwc, base)
+            ]
+            rows.append([*row, " / ".join(cpu)])
+    headers = ["workload", "clients", "lwc rps", "baseline rps", "lwc/baseline"]
+    headers += ["lwc median / p99 ms", "baseline median / p99 ms", "CPU µs/request lwc / baseline"]
+    return markdown_table(headers, rows, align="lrrrrrrr")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a few seconds, same code paths")
     parser.add_argument("--json", action="store_true", help="results as JSON on stdout")
     parser.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
+    parser.add_argument("--baseline", type=Path, metavar="DIR", help="also lwc_trio from DIR")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="bench_http.") as tmp:
@@ -244,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             workspace = shared_wiki(root, env, IO_TIMEOUT)
             targets.append(start_lwc(workspace, env))
             targets.append(start_same(root, env, workspace))
+            if args.baseline is not None:
+                base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+                targets.append(start_lwc(workspace, base_env, key="base"))
             targets.append(start_sdk(root, env))
             results = trio.run(_run_all, targets, plan)
         except (BenchError, RuntimeError) as exc:
@@ -251,9 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         finally:
             codes = {target.key: stop(target) for target in targets if target.proc is not None}
-        if codes.get("lwc") != 0:
-            print(f"bench http: lwc exited {codes.get('lwc')} on SIGINT", file=sys.stderr)
-            return 1
+        for key in ("lwc", "base"):
+            if key in codes and codes[key] != 0:
+                print(f"bench http: {key} exited {codes[key]} on SIGINT", file=sys.stderr)
+                return 1
     text, met = _report(results, plan)
     if args.json:
         print(json.dumps({"plan": plan.__dict__, "results": results, "target_met": met}))

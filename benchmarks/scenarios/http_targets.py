@@ -64,7 +64,7 @@ def _free_port() -> int:
         return port
 
 
-def start_lwc(workspace: Path, env: dict[str, str]) -> Target:
+def start_lwc(workspace: Path, env: dict[str, str], key: str = "lwc") -> Target:
     argv = [sys.executable, "-m", "lwc_trio", "serve", "--mcp", "--transport", "http"]
     argv += ["--http-listen", "127.0.0.1:0", "--path", str(workspace)]
     proc, host, port, _errfd, _path = start_http_server(argv, env)
@@ -80,7 +80,7 @@ def start_lwc(workspace: Path, env: dict[str, str]) -> Target:
     # The private HOME has no global Wiki: every actor and both thread trips, but no search.
     bare = {**arguments, "scope": "global"}
     return Target(
-        "lwc",
+        key,
         "lwc (memory-mode lwc_explore)",
         host,
         port,
