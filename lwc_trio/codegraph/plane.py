@@ -130,17 +130,17 @@ class CodePlane:
         if not isinstance(outcome, Failure):
             changed = _changed_during_call(ready, locate_index(q.project_path, q.workspace), child)
             if changed is not None:
-                # What the child read may come from outside: the answer is discarded.
-                reason, keep_child = changed
+                # What the child read may come from outside: the answer is discarded, and the
+                # child is not reused: it may have opened (and cached) another project, or
+                # refreshed the index from what the swapped path showed. The next child's
+                # catch-up sync re-reads the tree before it answers.
                 failure = Failure(
                     "codegraph_index_invalid",
-                    f"the project tree changed during the call ({reason}); the answer was "
+                    f"the project tree changed during the call ({changed}); the answer was "
                     "discarded — retry once the tree is stable",
                 )
-                if not keep_child:
-                    # It may have opened (and cached) another project: not reused.
-                    child.kill(failure)
-                    await child.wait_exited()
+                child.kill(failure)
+                await child.wait_exited()
                 return failure.state()
         state = self._state_of(outcome)
         if state is None:
@@ -204,31 +204,24 @@ class CodePlane:
 
 def _changed_during_call(
     before: Ready, after: Located | IndexInvalid | None, child: CodeGraphChild
-) -> tuple[str, bool] | None:
-    """Why the answer cannot be trusted to come from `before`'s index root, or None; with
-    the reason, whether the child may still be reused.
+) -> str | None:
+    """Why the answer cannot be trusted to come from `before`'s index root, or None.
 
     `after` is `locate_index` run again once the reply is in. On Linux the child's open files
     are checked too: a `codegraph.db` other than the one located means it opened another
-    project (its connections stay open, so a swap it followed is still visible there), and it
-    is not reused. When it provably holds no other index it keeps nothing from outside: the
-    answer goes, the child stays, so a swapper in a loop cannot make every call pay for a
-    fresh child. Where its files cannot be seen (macOS), it is replaced.
+    project (its connections stay open, so a swap it followed is still visible there).
     """
     if before.identity is None:
         return None
-    other = _holds_other_index(child.pid, before.identity.db) if child.pid else None
-    if other:
-        return "CodeGraph opened an index other than the one checked", False
+    if child.pid is not None and _holds_other_index(child.pid, before.identity.db):
+        return "CodeGraph opened an index other than the one checked"
     if not isinstance(after, Located) or after.root != before.root:
-        reason = "the index root is no longer where it was"
-    elif after.identity.nodes != before.identity.nodes:
-        reason = "a directory on the way to the index was replaced"
-    elif after.identity.stamps != before.identity.stamps:
-        reason = "a directory on the way to the index had entries renamed or replaced"
-    else:
-        return None
-    return reason, other is False
+        return "the index root is no longer where it was"
+    if after.identity.nodes != before.identity.nodes:
+        return "a directory on the way to the index was replaced"
+    if after.identity.stamps != before.identity.stamps:
+        return "a directory on the way to the index had entries renamed or replaced"
+    return None
 
 
 def _holds_other_index(pid: int, db: tuple[int, int]) -> bool | None:
