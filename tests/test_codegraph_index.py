@@ -212,7 +212,8 @@ def test_identity_shows_a_directory_replaced_by_another(tree: Path) -> None:
     proj.rename(ws / "old")
     make_index(proj)
     after = locate_index(proj, ws)
-    assert isinstance(before, Located) and isinstance(after, Located)
+    assert isinstance(before, Located)
+    assert isinstance(after, Located)
     assert after.identity.nodes != before.identity.nodes
 
 

@@ -133,7 +133,8 @@ class StdioServer:
         self.next_id = 0
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         self.next_id += 1
         message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
@@ -206,7 +207,8 @@ def test_swapping_the_tree_mid_call_never_leaks_outside_code(
             answers.append(server.explore(project_path))
     finally:
         swaps, _ = swapper.communicate(timeout=SWAP_SECONDS + 30)
-    assert swapper.returncode == 0 and int(swaps) > 100
+    assert swapper.returncode == 0
+    assert int(swaps) > 100
 
     leaked = [a for a in answers if OUTSIDE in json.dumps(a)]
     states: dict[str, int] = {}
@@ -221,4 +223,5 @@ def test_swapping_the_tree_mid_call_never_leaks_outside_code(
     # Once the tree is stable again, the plane serves the inside project as before.
     after = _code(server.explore(project_path))
     assert after["state"] == "ready", after
-    assert INSIDE in after["text"] and OUTSIDE not in after["text"]
+    assert INSIDE in after["text"]
+    assert OUTSIDE not in after["text"]

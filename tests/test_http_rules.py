@@ -451,7 +451,8 @@ def test_content_length_with_transfer_encoding_is_400_and_closes() -> None:
     """Two framings on one request: refused before anything else, and the connection closed."""
     response = check_head(POLICY, head(content_length="40", transfer_encoding="chunked"))
     assert status_kind(response) == (400, "ambiguous_framing")
-    assert response is not None and response.close
+    assert response is not None
+    assert response.close
     assert (b"connection", b"close") in response.asgi_headers(http1=True)
     assert all(name != b"connection" for name, _ in response.asgi_headers(http1=False))
     assert check_head(POLICY, head(transfer_encoding="chunked")) is None
