@@ -40,7 +40,7 @@ def test_user_files(name: str, env: dict[str, str], platform: str, expected: str
 
 
 def test_project_files_and_scopes() -> None:
-    """Project files are relative to the project; Codex has user scope only."""
+    """Project files are relative to the project; Codex defaults to its user file."""
     project = Path("/p")
     files = {
         h.key: str(h.config_file("project", project, ENV, "linux"))
@@ -52,8 +52,10 @@ def test_project_files_and_scopes() -> None:
         "cursor": "/p/.cursor/mcp.json",
         "vscode": "/p/.vscode/mcp.json",
         "gemini": "/p/.gemini/settings.json",
+        "codex": "/p/.codex/config.toml",
     }
-    assert host("codex").scopes == ("user",)
+    assert host("codex").scopes == ("user", "project")
+    assert host("gemini").scopes == ("project", "user")
 
 
 def test_aliases_are_case_insensitive() -> None:

@@ -30,7 +30,7 @@ class Env:
         for path in (self.home, self.project, self.bin):
             path.mkdir(parents=True)
         self.lwc = self.bin / "lwc"
-        self.lwc.write_text("#!/bin/sh\nexit 0\n")
+        self.lwc.write_text("#!/bin/sh\necho lwc 0.0-test\n")
         self.lwc.chmod(0o755)
         self.vars = {
             "HOME": str(self.home),
@@ -305,12 +305,22 @@ def test_codex_force_replaces_our_tables_in_place(env: Env) -> None:
     )
 
 
-def test_codex_has_no_project_scope(env: Env) -> None:
-    """`--project` for Codex is a usage error (exit 2) and writes nothing."""
-    before = env.snapshot()
-    error = env.error(2, "agent", "install", "codex", "--project")
-    assert error["code"] == "agent_scope_unsupported"
-    assert env.snapshot() == before
+def test_codex_project_scope_writes_codex_config_toml(env: Env) -> None:
+    """`install codex --project` writes `.codex/config.toml` (read by Codex in a trusted
+    project) with an absolute --path, and says the project must be trusted."""
+    path = env.project / ".codex" / "config.toml"
+    result = install_twice(env, path, "codex", "--project")
+    assert result["scope"] == "project" and result["file"] == str(path)
+    assert path.read_text() == (
+        f'[mcp_servers.lwc]\ncommand = "{env.lwc}"\n'
+        f'args = ["serve", "--mcp", "--path", "{env.project}"]\n'
+    )
+    [gate] = result["gates"]
+    assert gate["gate"] == "codex_project_trust" and gate["blocking"] is True
+    assert f'[projects."{env.project}"]' in gate["fix"]
+    assert any("trusted project" in note for note in result["notes"])
+    # Without a flag Codex still writes its user file, which every Codex version reads.
+    assert env.ok("agent", "install", "codex")["scope"] == "user"
 
 
 def test_codex_inline_entry_is_refused_not_rewritten(env: Env) -> None:
@@ -497,13 +507,56 @@ def test_uninstall_without_a_file_creates_nothing(env: Env) -> None:
 # ---------------------------------------------------------------------------- environment
 
 
-def test_plain_lwc_when_not_on_path(env: Env) -> None:
-    """Without `lwc` on PATH the entry runs plain `lwc`, with a warning."""
+VENV_LWC = Path(sys.executable).parent / "lwc"
+
+
+@pytest.mark.skipif(not VENV_LWC.is_file(), reason="this interpreter has no lwc script")
+def test_installer_outside_path_registers_its_own_absolute_path(env: Env) -> None:
+    """Issue 15 #1: `.venv/bin/lwc agent install` with the venv not on PATH registers that
+    absolute `lwc` (a bare `lwc` made Claude show `Failed to connect`), and says why."""
     if shutil.which("lwc", path="/usr/bin:/bin"):
         pytest.skip("an lwc is installed system-wide")
-    result = env.ok("agent", "install", "codex", PATH="/usr/bin:/bin")
-    assert result["entry"]["command"] == "lwc"
+    done = subprocess.run(
+        [str(VENV_LWC), "agent", "install", "claude-code", "--user"],
+        cwd=env.project,
+        env={**env.vars, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["entry"]["command"] == str(VENV_LWC)
+    assert json.loads((env.home / ".claude.json").read_text())["mcpServers"]["lwc"] == {
+        "type": "stdio",
+        "command": str(VENV_LWC),
+        "args": ["serve", "--mcp"],
+    }
     assert any("not on PATH" in warning for warning in result["warnings"])
+    status = env.ok("agent", "status", "claude-code", PATH="/usr/bin:/bin")
+    [user] = [row for row in status["configs"] if row["scope"] == "user"]
+    assert user["state"] == "registered" and user["command"]["runs"] is True
+
+
+def test_bare_or_missing_commands_are_reported_broken(env: Env) -> None:
+    """Issue 15 #1: status runs the registered command; a bare `lwc` the host cannot find, a
+    path that no longer exists or a program that is not lwc is `broken`, not `registered`."""
+    (env.root / "other").write_text("#!/bin/sh\necho something else\n")
+    (env.root / "other").chmod(0o755)
+    cases = {
+        "lwc": "not on PATH",
+        str(env.root / "gone" / "lwc"): "does not exist",
+        str(env.root / "other"): "is not lwc",
+    }
+    for command, problem in cases.items():
+        entry = {"type": "stdio", "command": command, "args": ["serve", "--mcp"]}
+        (env.home / ".claude.json").write_text(json.dumps({"mcpServers": {"lwc": entry}}))
+        status = env.ok("agent", "status", "claude", PATH="/usr/bin:/bin")
+        [user] = [row for row in status["configs"] if row["scope"] == "user"]
+        assert (user["state"], user["registered"]) == ("broken", True), command
+        assert problem in user["command"]["problem"] and problem in user["message"]
+        assert user["nextAction"] == "lwc agent install claude-code --user --force"
 
 
 def test_project_install_from_home_is_refused(env: Env) -> None:
@@ -545,7 +598,9 @@ def test_status_reports_each_host_and_scope(env: Env) -> None:
     env.ok("agent", "install", "vscode")
     env.ok("agent", "install", "codex")
     (env.home / ".cursor").mkdir()
-    (env.home / ".cursor" / "mcp.json").write_text('{"mcpServers": {"lwc": {"command": "old"}}}')
+    (env.home / ".cursor" / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"lwc": {"command": str(env.lwc), "args": ["serve"]}}})
+    )
     (env.home / ".gemini").mkdir()
     (env.home / ".gemini" / "settings.json").write_text("{oops")
     (env.project / ".mcp.json").write_text('{"mcpServers": {"codegraph": {"command": "x"}}}')
@@ -561,6 +616,7 @@ def test_status_reports_each_host_and_scope(env: Env) -> None:
         ("vscode", "project"): "registered",
         ("vscode", "user"): "no_config",
         ("codex", "user"): "registered",
+        ("codex", "project"): "no_config",
         ("gemini", "project"): "no_config",
         ("gemini", "user"): "invalid",
     }
@@ -576,7 +632,10 @@ def test_status_reports_each_host_and_scope(env: Env) -> None:
     )
     assert rows[("vscode", "project")]["file"] == str(env.project / ".vscode" / "mcp.json")
     one = env.ok("agent", "status", "codex")
-    assert [(r["host"], r["state"]) for r in one["configs"]] == [("codex", "registered")]
+    assert [(r["scope"], r["state"]) for r in one["configs"]] == [
+        ("user", "registered"),
+        ("project", "no_config"),
+    ]
 
 
 def test_status_from_home_skips_project_scope(env: Env) -> None:

@@ -31,7 +31,7 @@ class Box:
         for path in (self.home, self.project, self.bin):
             path.mkdir(parents=True)
         self.lwc = self.bin / "lwc"
-        self.lwc.write_text("#!/bin/sh\nexit 0\n")
+        self.lwc.write_text("#!/bin/sh\necho lwc 0.0-test\n")
         self.lwc.chmod(0o755)
         self.vars = {
             "HOME": str(self.home),
@@ -192,11 +192,13 @@ def test_store_above_the_workspace_is_missing_with_a_hint(box: Box) -> None:
     sub.mkdir()
     report = box.doctor(cwd=sub)
     project = checks(report)["project_store"]
+    # Issue 15 #5: never `lwc init` in the subdirectory (a second, empty Wiki).
     assert (project["status"], project["nextAction"]) == (
         "missing",
-        {"command": "lwc init", "cwd": str(sub)},
+        {"command": f"lwc serve --mcp --path {box.project}", "cwd": str(box.project)},
     )
     assert f"bind the host to {box.project} with --path" in project["message"]
+    assert "lwc agent install HOST --project" in project["message"]
     assert box.doctor("--path", str(box.project), cwd=sub)["workspace"] == str(box.project)
 
 

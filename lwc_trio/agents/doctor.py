@@ -18,13 +18,18 @@ from typing import Any
 from lwc_trio.codegraph.index import INIT_COMMAND, INSTALL_COMMAND, IndexInvalid, find_index
 from lwc_trio.codegraph.runtime import locate_binary
 from lwc_trio.exceptions import PathRuleError, StoreError
-from lwc_trio.memory.discovery import StoreRef, find_global_store, find_project_store
+from lwc_trio.memory.discovery import (
+    StoreRef,
+    find_global_store,
+    find_project_store,
+    project_store_above,
+)
 from lwc_trio.memory.graph import graph_status
 from lwc_trio.memory.lwc_import import lwc_store_version
 from lwc_trio.memory.store import StoreInfo, begin_read, open_reader, translate_error
-from lwc_trio.paths import is_within, validate_workspace
+from lwc_trio.paths import validate_workspace
 
-__all__ = ["ERROR", "MISSING", "OK", "doctor_report"]
+__all__ = ["ERROR", "MISSING", "OK", "doctor_report", "host_section"]
 
 OK, MISSING, ERROR = "ok", "missing", "error"
 
@@ -102,17 +107,25 @@ def _foreign_store_check(name: str, scope: str, ref: StoreRef) -> Check | None:
 
 
 def _store_check(
-    name: str, scope: str, ref: StoreRef | None, where: Path, hint: str | None
+    name: str, scope: str, ref: StoreRef | None, where: Path, above: StoreRef | None
 ) -> tuple[Check, StoreInfo | None]:
     prefix = "lwc --scope global " if scope == "global" else "lwc "
     label = f"{scope} Wiki"
     foreign = _foreign_store_check(name, scope, ref) if ref is not None else None
     if foreign is not None:
         return foreign, None
+    if ref is None and above is not None:
+        # Started in a subdirectory of a project: bind the project, never `lwc init` here
+        # (that would make a second, empty Wiki). The server's own guidance says the same.
+        message = (
+            f"no {label} (.lwc/wiki.db) in {where}; the project's Wiki is above it at "
+            f"{above.path}, which a server bound to {where} never reads: bind the host to "
+            f"{above.root} with --path (or run `lwc agent install HOST --project` there)"
+        )
+        action = _action(f"lwc serve --mcp --path {above.root}", above.root)
+        return _check(name, MISSING, message, action, path=None, above=str(above.path)), None
     if ref is None:
         message = f"no {label} (.lwc/wiki.db) in {where}"
-        if hint:
-            message += f"; {hint}"
         return _check(name, MISSING, message, _action(prefix + "init", where), path=None), None
     try:
         info = _read_info(ref)
@@ -167,22 +180,6 @@ def _graph_check(
     )
 
 
-def _store_above(workspace: Path, home: Path) -> str | None:
-    """A hint when a project Wiki exists above the workspace (the server never looks there)."""
-    if workspace.parent == workspace:
-        return None
-    stop = home if is_within(workspace, home) else Path(workspace.anchor)
-    if workspace == stop:
-        return None
-    found = find_project_store(workspace.parent, stop, home=home)
-    if found is None:
-        return None
-    return (
-        f"a Wiki exists above the workspace at {found.path}, but the server never looks above "
-        f"its workspace: bind the host to {found.root} with --path"
-    )
-
-
 def _path_check(env: Mapping[str, str], python_bin: Path, cwd: Path) -> Check:
     found = shutil.which("lwc", path=env.get("PATH", ""))
     if found:
@@ -195,6 +192,20 @@ def _path_check(env: Mapping[str, str], python_bin: Path, cwd: Path) -> Check:
         action = _action("pip install lwc-trio", cwd)
         message = "`lwc` is not on PATH, so hosts cannot start the server"
     return _check("lwc_on_path", MISSING, message, action, path=None)
+
+
+def _what_a_host_sees(error: PathRuleError, *, explicit: bool) -> str:
+    """SPEC §1: an explicit `--path` that is too broad stops the server; a default workspace
+    (a user-scope entry started by the host in `$HOME` or `/`) serves and guides instead."""
+    if explicit or error.code != "workspace_too_broad":
+        return f"a server started with --path here exits 2 with `{error.code}`"
+    return (
+        "a host that starts a user-scope `lwc` here (Claude Code, Codex and Gemini CLI start "
+        "it in the session's directory) gets a server that connects and lists lwc_explore, but "
+        "answers every call with `workspace_too_broad` and how to fix it (lwc releases before "
+        "that rule exit instead: Claude Code shows `Failed to connect`, Codex drops the server "
+        "without a word)"
+    )
 
 
 def doctor_report(
@@ -221,9 +232,9 @@ def doctor_report(
             _check(
                 "workspace",
                 ERROR,
-                f"{exc.message}: a server started here exits with `{exc.code}`; run "
+                f"{exc.message}: {_what_a_host_sees(exc, explicit=raw_path is not None)}; run "
                 "`lwc doctor` in the project directory (or pass --path DIR), and make sure the "
-                "host passes `--path` (`lwc agent install HOST` does)",
+                "host passes `--path` (`lwc agent install HOST --project` does)",
                 path=raw,
                 error={"code": exc.code, "message": exc.message},
             )
@@ -231,9 +242,13 @@ def doctor_report(
 
     if workspace is not None:
         project_ref = find_project_store(workspace, workspace, home=home)
-        hint = _store_above(workspace, home) if project_ref is None else None
+        above = (
+            project_store_above(str(workspace), os.path.realpath(home))
+            if project_ref is None
+            else None
+        )
         project, project_info = _store_check(
-            "project_store", "project", project_ref, workspace, hint
+            "project_store", "project", project_ref, workspace, above
         )
         project_root = project_ref.root if project_ref is not None else None
     else:
@@ -310,3 +325,22 @@ def doctor_report(
         "problems": sum(1 for check in checks if check["status"] != OK),
         "checks": checks,
     }
+
+
+_HOST_FIELDS = (
+    "host",
+    "name",
+    "scope",
+    "file",
+    "state",
+    "command",
+    "gates",
+    "message",
+    "nextAction",
+)
+
+
+def host_section(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The report's `hosts`: every host config that registers `lwc` (from `lwc agent status`'s
+    rows for this workspace), whether its command runs, and the host gates still in its way."""
+    return [{key: row[key] for key in _HOST_FIELDS} for row in rows if row["registered"]]

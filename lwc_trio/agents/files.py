@@ -98,12 +98,19 @@ def _write_new(path: Path, data: bytes, mode: int, *, exclusive: bool) -> None:
 
 
 def write_config(
-    path: Path, text: str, *, original: bytes | None, now: datetime.datetime | None = None
+    path: Path,
+    text: str,
+    *,
+    original: bytes | None,
+    now: datetime.datetime | None = None,
+    private: bool = False,
 ) -> Path | None:
     """Atomically replace `path` (or its symlink's target) with `text`; return the backup.
 
     `original` is what the plan was made from (None: the file did not exist, so there is no
-    backup and missing parent directories are created). Raises `AgentError`:
+    backup and missing parent directories are created). A new file gets `0666 & ~umask`, or
+    0600 (and new folders 0700) when `private` — user config files hold other servers' tokens,
+    and the hosts create theirs that way; an existing file keeps its mode. Raises `AgentError`:
     `agent_config_changed` when the file no longer holds `original`, `agent_config_unreadable`
     for OS errors.
     """
@@ -113,8 +120,9 @@ def write_config(
         if original is None:
             if os.path.lexists(target):
                 raise _changed(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _write_new(target, data, 0o666 & ~_current_umask(), exclusive=True)
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
+            mode = 0o600 if private else 0o666 & ~_current_umask()
+            _write_new(target, data, mode, exclusive=True)
             return None
         mode = stat.S_IMODE(os.stat(target).st_mode)
         if target.read_bytes() != original:

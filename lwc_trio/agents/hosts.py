@@ -7,7 +7,7 @@ an environment mapping and a platform name, never from the process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,14 @@ class Host:
     workspace_var: str | None  # a variable the host expands to the open folder, if any
     entry_type: str | None  # "type" written into the entry, if the host wants one
     default_type: str | None  # transport the host assumes when an entry has no "type"
+    default_scope: str = "project"  # what `install` writes without --project/--user
 
     @property
     def scopes(self) -> tuple[str, ...]:
         """The scopes this host reads servers from, default first."""
-        return SCOPES if self.project_file is not None else ("user",)
+        if self.project_file is None:
+            return ("user",)
+        return (self.default_scope, *(scope for scope in SCOPES if scope != self.default_scope))
 
     def user_file(self, env: Mapping[str, str], platform: str) -> Path:
         """The user-scope config file (honouring the host's own override variables)."""
@@ -104,8 +107,8 @@ HOSTS: tuple[Host, ...] = (
     ),
     Host(
         key="codex", name="Codex CLI", aliases=("codex-cli",), fmt="toml", dialect=None,
-        container="mcp_servers", project_file=None, workspace_var=None, entry_type=None,
-        default_type=None,
+        container="mcp_servers", project_file=".codex/config.toml", workspace_var=None,
+        entry_type=None, default_type=None, default_scope="user",
     ),
     Host(
         key="gemini", name="Gemini CLI", aliases=("gemini-cli",), fmt="json", dialect=COMMENTS,
@@ -141,13 +144,18 @@ def server_args(host: Host, scope: str, project: Path | None) -> list[str]:
     return args
 
 
-def desired_entry(host: Host, scope: str, command: str, project: Path | None) -> dict[str, Any]:
-    """The `lwc` server entry `lwc agent install` writes for this host and scope."""
+def desired_entry(
+    host: Host, scope: str, command: str, project: Path | None, *, prefix: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The `lwc` server entry `lwc agent install` writes for this host and scope.
+
+    `prefix` goes before `serve --mcp` (`-m lwc_trio` when `command` is a Python interpreter
+    because no `lwc` script exists)."""
     entry: dict[str, Any] = {}
     if host.entry_type is not None:
         entry["type"] = host.entry_type
     entry["command"] = command
-    entry["args"] = server_args(host, scope, project)
+    entry["args"] = [*prefix, *server_args(host, scope, project)]
     return entry
 
 

@@ -12,7 +12,6 @@ import argparse
 import difflib
 import functools
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,13 +28,16 @@ from lwc_trio.agents import (
     doctor_report,
     find_host,
     host_names,
-    inspect,
     plan_install,
     plan_uninstall,
     read_config,
     write_config,
 )
+from lwc_trio.agents.command import Launcher, find_launcher
+from lwc_trio.agents.doctor import host_section
+from lwc_trio.agents.gates import host_gates
 from lwc_trio.agents.merge import CODEGRAPH_WARNING
+from lwc_trio.agents.status import status_rows
 from lwc_trio.cli.output import emit, fail, wants_json
 from lwc_trio.exceptions import PathRuleError, UsageError
 from lwc_trio.paths import validate_workspace
@@ -69,7 +71,7 @@ def _host(name: str) -> Host:
 
 def _scope(args: argparse.Namespace, host: Host) -> str:
     scope = str(args.target or host.scopes[0])
-    if scope not in host.scopes:
+    if scope not in host.scopes:  # pragma: no cover - every host has both scopes today
         where = host.user_file(os.environ, sys.platform)
         raise fail(
             "agent_scope_unsupported",
@@ -79,12 +81,12 @@ def _scope(args: argparse.Namespace, host: Host) -> str:
     return scope
 
 
-def _project_or_reason() -> tuple[Path | None, str | None]:
-    cwd = os.path.realpath(os.getcwd())
+def _project_or_reason(directory: Path | None = None) -> tuple[Path | None, str | None]:
+    where = os.path.realpath(directory if directory is not None else os.getcwd())
     try:
-        return validate_workspace(cwd, os.environ), None
+        return validate_workspace(where, os.environ), None
     except PathRuleError as exc:
-        return None, f"{cwd} cannot be a project directory ({exc.message})"
+        return None, f"{where} cannot be a project directory ({exc.message})"
 
 
 def _project() -> Path:
@@ -98,10 +100,9 @@ def _project() -> Path:
     return project
 
 
-def _command() -> tuple[str, bool]:
-    """The `lwc` a host should run: the absolute path found on PATH, else plain `lwc`."""
-    found = shutil.which("lwc")
-    return (found, True) if found else ("lwc", False)
+def _launcher() -> Launcher:
+    """The `lwc` a host should run: on PATH, else the one running now (absolute either way)."""
+    return find_launcher(os.environ, sys.argv[0], sys.executable)
 
 
 def _diff(path: Path, old: str | None, new: str | None) -> str:
@@ -116,30 +117,44 @@ def _diff(path: Path, old: str | None, new: str | None) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _warnings(plan: Plan, path: Path, on_path: bool) -> list[str]:
+def _warnings(plan: Plan, path: Path, launcher: Launcher, gates: list[dict[str, Any]]) -> list[str]:
     warnings = []
     if plan.codegraph:
         names = ", ".join(repr(name) for name in plan.codegraph)
         warnings.append(CODEGRAPH_WARNING.format(file=path, names=names))
-    if not on_path:
+    if launcher.source != "path":
         warnings.append(
-            "`lwc` is not on PATH: the entry runs plain `lwc`, which works only if the host's "
-            "PATH finds it (run `lwc doctor`)"
+            f"`lwc` is not on PATH: the entry runs {launcher.command} "
+            + (f"{' '.join(launcher.prefix)} " if launcher.prefix else "")
+            + "(the lwc running this installer); run `lwc agent install` again if you move it"
         )
+    warnings += [
+        f"{gate['message']} — {gate['fix']}"
+        for gate in gates
+        if gate["gate"] == "claude_local_entry"
+    ]
     return warnings
 
 
-def _notes(host: Host, scope: str, project: Path | None, status: str) -> list[str]:
-    if status not in ("added", "replaced"):
-        return []
+def _notes(
+    host: Host, scope: str, project: Path | None, status: str, gates: list[dict[str, Any]]
+) -> list[str]:
     notes = []
-    if scope == "project" and host.workspace_var is None:
+    if status in ("added", "replaced") and scope == "project" and host.workspace_var is None:
         notes.append(
             f"the entry binds --path to {project}, so it is specific to this checkout on this "
             "machine"
         )
-    if host.key == "claude-code" and scope == "project":
-        notes.append("Claude Code asks each user to approve servers from .mcp.json on first use")
+    if scope == "user" and host.workspace_var is None:
+        notes.append(
+            f"{host.name} starts this entry in the directory a session starts in: start it in a "
+            "project (started in $HOME or /, every lwc_explore call answers workspace_too_broad)"
+        )
+    notes += [
+        f"{gate['message']} — {gate['fix']}"
+        for gate in gates
+        if gate["gate"] != "claude_local_entry"
+    ]
     return notes
 
 
@@ -177,7 +192,7 @@ def _change_result(
 ) -> dict[str, Any]:
     backup = None
     if plan.text is not None and not args.dry_run:
-        backup = write_config(path, plan.text, original=original)
+        backup = write_config(path, plan.text, original=original, private=scope == "user")
     result: dict[str, Any] = {
         "host": host.key,
         "name": host.name,
@@ -202,15 +217,18 @@ def _install(args: argparse.Namespace) -> int:
     scope = _scope(args, host)
     project = _project() if scope == "project" else None
     path = host.config_file(scope, project, os.environ, sys.platform)
-    command, on_path = _command()
-    entry = desired_entry(host, scope, command, project)
+    launcher = _launcher()
+    entry = desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
     original = read_config(path)
     text = decode(original, path) if original is not None else None
     plan = plan_install(host, text, entry, force=args.force, label=str(path))
     result = _change_result(host, scope, path, plan, args, original, text)
+    cwd, (session, broad) = Path(os.path.realpath(os.getcwd())), _project_or_reason()
+    gates = host_gates(host, scope, session, os.environ, sys.platform, cwd=cwd, broad=broad)
     result["entry"] = entry
-    result["warnings"] = _warnings(plan, path, on_path)
-    result["notes"] = _notes(host, scope, project, plan.status)
+    result["gates"] = gates
+    result["warnings"] = _warnings(plan, path, launcher, gates)
+    result["notes"] = _notes(host, scope, project, plan.status, gates)
     emit(result, as_json=wants_json(args.json), human=_human_change)
     return 0
 
@@ -237,46 +255,6 @@ def _uninstall(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- status
 
 
-def _status_row(
-    host: Host, scope: str, project: Path | None, reason: str | None, command: str
-) -> dict[str, Any]:
-    row: dict[str, Any] = {"host": host.key, "name": host.name, "scope": scope}
-    if scope == "project" and project is None:
-        return {**row, "file": None, "state": "not_applicable", "registered": False,
-                "entry": None, "codegraph": [], "message": reason, "nextAction": None}  # fmt: skip
-    path = host.config_file(scope, project, os.environ, sys.platform)
-    row["file"] = str(path)
-    flag = f"--{scope}"
-    install = f"lwc agent install {host.key} {flag}"
-    codegraph: tuple[str, ...] = ()
-    existing: Any = None
-    message: str | None = None
-    try:
-        original = read_config(path)
-        if original is None:
-            state = "no_config"
-        else:
-            entry = desired_entry(host, scope, command, project)
-            found = inspect(host, decode(original, path), entry, label=str(path))
-            state, existing, codegraph = found.state, found.existing, found.codegraph
-    except AgentError as exc:
-        state, message = "invalid", exc.message
-    next_action = {
-        "no_config": install,
-        "not_registered": install,
-        "outdated": install + " --force",
-    }.get(state)
-    return {
-        **row,
-        "state": state,
-        "registered": state in ("registered", "outdated"),
-        "entry": existing,
-        "codegraph": list(codegraph),
-        "message": message,
-        "nextAction": next_action,
-    }
-
-
 def _human_status(result: dict[str, Any]) -> str:
     lines = []
     for row in result["configs"]:
@@ -287,8 +265,14 @@ def _human_status(result: dict[str, Any]) -> str:
         if row["codegraph"]:
             names = ", ".join(row["codegraph"])
             lines.append(f"{'':<22}also registers CodeGraph ({names}); lwc already includes it")
-        if row["nextAction"] and row["state"] == "outdated":
+        if row["state"] in ("broken", "outdated") or row["scope"] == "local":
+            if row["message"]:
+                lines.append(f"{'':<22}{row['message']}")
             lines.append(f"{'':<22}→ {row['nextAction']}")
+        if row["registered"] or row["state"] == "not_applicable":
+            for gate in row["gates"]:
+                lines.append(f"{'':<22}{'gate' if gate['blocking'] else 'asks'}: {gate['message']}")
+                lines.append(f"{'':<22}→ {gate['fix']}")
     return "\n".join(lines)
 
 
@@ -296,12 +280,8 @@ def _human_status(result: dict[str, Any]) -> str:
 def _status(args: argparse.Namespace) -> int:
     hosts = (_host(args.host),) if args.host else HOSTS
     project, reason = _project_or_reason()
-    command, _ = _command()
-    rows = [
-        _status_row(host, scope, project, reason, command)
-        for host in hosts
-        for scope in host.scopes
-    ]
+    cwd = Path(os.path.realpath(os.getcwd()))
+    rows = status_rows(hosts, project, reason, _launcher(), os.environ, sys.platform, cwd=cwd)
     result = {
         "entryName": ENTRY_NAME,
         "registered": [f"{row['host']}/{row['scope']}" for row in rows if row["registered"]],
@@ -335,6 +315,15 @@ def _human_doctor(report: dict[str, Any]) -> str:
         action = check["nextAction"]
         if action:
             lines.append(f"  {'':<8} {'':<14} → {action['command']}   (in {action['cwd']})")
+    lines += ["", "hosts that register lwc:" if report["hosts"] else "no host registers lwc yet "
+              "(lwc agent install HOST)"]  # fmt: skip
+    for row in report["hosts"]:
+        lines.append(f"  {row['state']:<8} {row['name']} ({row['scope']}) {row['file']}")
+        if row["message"]:
+            lines.append(f"  {'':<8} {row['message']}")
+        for gate in row["gates"]:
+            lines.append(f"  {'':<8} {'gate' if gate['blocking'] else 'asks'}: {gate['message']}")
+            lines.append(f"  {'':<8} → {gate['fix']}")
     ready = report["ready"]
     lines += [
         "",
@@ -345,13 +334,14 @@ def _human_doctor(report: dict[str, Any]) -> str:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    cwd = Path(os.getcwd())
     report = doctor_report(
-        args.path,
-        cwd=Path(os.getcwd()),
-        env=os.environ,
-        home=_home(),
-        python_bin=Path(sys.executable).parent,
+        args.path, cwd=cwd, env=os.environ, home=_home(), python_bin=Path(sys.executable).parent
     )
+    where = Path(os.path.realpath(args.path if args.path is not None else cwd))
+    workspace, reason = _project_or_reason(where)
+    rows = status_rows(HOSTS, workspace, reason, _launcher(), os.environ, sys.platform, cwd=where)
+    report["hosts"] = host_section(rows)
     emit(report, as_json=wants_json(args.json), human=_human_doctor)
     return 0
 

@@ -24,6 +24,7 @@ __all__ = [
     "find_project_store",
     "global_store_at",
     "nearest_project_store",
+    "project_store_above",
 ]
 
 STORE_DIR = ".lwc"
@@ -102,3 +103,15 @@ def find_global_store(home: Path | str) -> StoreRef | None:
 def global_store_at(home: str) -> StoreRef | None:
     """`find_global_store` for a canonical home."""
     return _probe(home, "global")
+
+
+def project_store_above(workspace: str, home: str) -> StoreRef | None:
+    """The nearest project store *above* a canonical `workspace` (up to `home`, or to `/` for a
+    workspace outside it), or None. The server never reads it; it is named in the
+    `store_not_found` guidance so that a host started in a subdirectory of a project is told to
+    bind the project, not to create a second, empty Wiki. Only `lstat` calls."""
+    parent = os.path.dirname(workspace)
+    if parent == workspace or workspace == home:
+        return None
+    stop = home if text_within(workspace, home) else os.path.abspath(os.sep)
+    return nearest_project_store(parent, stop, home=home)

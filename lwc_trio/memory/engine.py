@@ -18,7 +18,12 @@ import attrs
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.cache import RevisionCache
-from lwc_trio.memory.discovery import StoreRef, global_store_at, nearest_project_store
+from lwc_trio.memory.discovery import (
+    StoreRef,
+    global_store_at,
+    nearest_project_store,
+    project_store_above,
+)
 from lwc_trio.memory.fuzzy import FuzzyIndex, build_fuzzy_index
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.pool import Reader, checkin, checkout
@@ -256,6 +261,23 @@ def _next_action(scope: str, q: MemoryQuery, command: str, ref: StoreRef | None)
     return {"command": prefix + command, "cwd": str(cwd)}
 
 
+def _store_above(above: StoreRef, q: MemoryQuery) -> dict[str, Any]:
+    """No Wiki in the workspace, one above it: the host started the server in a subdirectory.
+    Say to bind that directory; `lwc init` here would make a second, empty Wiki."""
+    root = str(above.root)
+    return {
+        "state": "unavailable",
+        "error": {
+            "code": "store_not_found",
+            "message": f"no project Wiki store in the workspace {q.workspace}; the project's "
+            f"Wiki is above it, at {above.path}, which this server does not read: start the "
+            f"server with `--path {root}` (or run `lwc agent install HOST --project` in {root}) "
+            "instead of creating another Wiki here",
+        },
+        "nextAction": {"command": f"lwc serve --mcp --path {root}", "cwd": root},
+    }
+
+
 def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, Any]:
     """The SPEC §2.1 `memory` object for `q`.
 
@@ -282,6 +304,10 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
             refs.append(ref)
     if not refs:
         scope = scopes[0] if scopes else "project"
+        if scope == "project":
+            above = project_store_above(str(q.workspace), str(q.home))
+            if above is not None:
+                return _store_above(above, q)
         return {
             "state": "unavailable",
             "error": {

@@ -1,0 +1,138 @@
+"""Which `lwc` a host entry should run, and whether a registered command actually runs.
+
+A host starts the server with its own environment: a GUI editor on macOS has a short PATH, a
+host started from a shell where a virtualenv is not active has none of its scripts. So the entry
+gets an absolute path (SPEC §7): the `lwc` on PATH, else the `lwc` that is running the
+installer, else this Python interpreter with `-m lwc_trio` — never a bare `lwc`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["VERSION_TIMEOUT_S", "CommandCheck", "Launcher", "check_command", "find_launcher"]
+
+VERSION_TIMEOUT_S = 10.0
+
+
+@attrs.frozen
+class Launcher:
+    """The program an entry runs and the arguments that go before `serve --mcp`."""
+
+    command: str
+    prefix: tuple[str, ...]
+    source: str  # "path" | "installer" | "python"
+
+
+def _executable_file(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_launcher(env: Mapping[str, str], argv0: str, executable: str) -> Launcher:
+    """The `lwc` on `env`'s PATH, else the `lwc` script running now (`argv0`, or the one
+    beside `executable`), else `executable -m lwc_trio`. Paths are absolute, links kept (a
+    pipx or Homebrew link survives upgrades; its target does not)."""
+    found = shutil.which("lwc", path=env.get("PATH", os.defpath))
+    if found:
+        return Launcher(os.path.abspath(found), (), "path")
+    candidates = []
+    if argv0 and os.path.basename(argv0) == "lwc":
+        candidates.append(argv0)
+    if executable:
+        candidates.append(os.path.join(os.path.dirname(executable), "lwc"))
+    for candidate in candidates:
+        if _executable_file(candidate):
+            return Launcher(os.path.abspath(candidate), (), "installer")
+    return Launcher(os.path.abspath(executable), ("-m", "lwc_trio"), "python")
+
+
+@attrs.frozen
+class CommandCheck:
+    """What running a registered entry's command with `--version` showed."""
+
+    command: str
+    resolved: str | None  # the file it names (bare names looked up on PATH), or None
+    runs: bool
+    version: str | None
+    problem: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `command` object of a status row."""
+        return {
+            "command": self.command,
+            "resolved": self.resolved,
+            "runs": self.runs,
+            "version": self.version,
+            "problem": self.problem,
+        }
+
+
+def _prefix(args: Any) -> list[str]:
+    """The entry's arguments before `serve` (`-m lwc_trio` for an interpreter entry)."""
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return []
+    return args[: args.index("serve")] if "serve" in args else []
+
+
+def check_command(
+    command: Any, args: Any, env: Mapping[str, str], *, timeout: float = VERSION_TIMEOUT_S
+) -> CommandCheck:
+    """Does `command` exist, and does `command [prefix] --version` exit 0 within `timeout`?
+
+    A bare name is looked up on `env`'s PATH, which may be longer than the host's own — the
+    problem text says so. Nothing is written; the child gets no stdin."""
+    if not isinstance(command, str) or not command:
+        return CommandCheck(str(command), None, False, None, "the entry has no command")
+    if os.sep in command:
+        resolved: str | None = command if os.path.isabs(command) else None
+        if resolved is None:
+            problem = f"{command!r} is a relative path, which depends on the host's directory"
+            return CommandCheck(command, None, False, None, problem)
+        if not os.path.exists(resolved):
+            return CommandCheck(command, None, False, None, f"{command} does not exist")
+        if not _executable_file(resolved):
+            return CommandCheck(command, resolved, False, None, f"{command} is not executable")
+    else:
+        resolved = shutil.which(command, path=env.get("PATH", os.defpath))
+        if resolved is None:
+            problem = f"`{command}` is not on PATH, so the host cannot start it"
+            return CommandCheck(command, None, False, None, problem)
+    argv = [resolved, *_prefix(args), "--version"]
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=dict(env),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        problem = f"`{' '.join(argv)}` did not finish within {timeout:g} s"
+        return CommandCheck(command, resolved, False, None, problem)
+    except OSError as exc:
+        problem = f"{resolved} cannot be run: {exc.strerror or type(exc).__name__}"
+        return CommandCheck(command, resolved, False, None, problem)
+    output = (done.stdout.strip() or done.stderr.strip()).splitlines()
+    first = output[0] if output else ""
+    if done.returncode != 0:
+        problem = f"`{' '.join(argv)}` exited {done.returncode}" + (f": {first}" if first else "")
+        return CommandCheck(command, resolved, False, None, problem)
+    if not first.startswith("lwc "):
+        problem = f"{resolved} is not lwc (`--version` printed {first!r})"
+        return CommandCheck(command, resolved, False, first or None, problem)
+    caveat = None
+    if os.sep not in command:
+        caveat = (
+            f"`{command}` is found on this PATH ({resolved}); a host with a shorter PATH "
+            "will not find it"
+        )
+    return CommandCheck(command, resolved, True, first, caveat)
