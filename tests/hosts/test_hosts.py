@@ -1,0 +1,336 @@
+"""The real agent hosts start the `lwc` entry that `lwc agent install` wrote, and call it.
+
+Claude Code, Codex CLI and Gemini CLI are the pinned npm releases `scripts/test_hosts.sh`
+installs (it sets `LWC_TEST_HOSTS_BIN`; without it these tests are skipped). Each test uses a
+scratch HOME and project, installs with the virtualenv's `lwc` while the virtualenv is *not* on
+PATH (as a user who runs `.venv/bin/lwc agent install` does), checks the host's own gate as
+`lwc agent status` reports it, clears it the way the host's own dialog does, checks the host's
+own listing, and finally runs the host headless against `fake_model.py` — a scripted stand-in
+for the model API on 127.0.0.1, reached through the host's documented base-URL setting — which
+answers with a call to `lwc_explore`. The test then checks that the Wiki word came back to the
+"model" inside the tool result the host sent. No network but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HOSTS_BIN = os.environ.get("LWC_TEST_HOSTS_BIN", "")
+NODE_BIN = os.environ.get("LWC_TEST_NODE_BIN", "")
+VENV_LWC = Path(sys.executable).parent / "lwc"
+FAKE_MODEL = Path(__file__).with_name("fake_model.py")
+WORD = "quixotrelle"  # appears only in the test Wiki
+BODY_WORD = "capybara"  # in the Page body, so it must travel in the tool result
+
+pytestmark = [
+    pytest.mark.skipif(not HOSTS_BIN, reason="run by scripts/test_hosts.sh (real host CLIs)"),
+    pytest.mark.skipif(not VENV_LWC.is_file(), reason="needs the virtualenv's lwc script"),
+]
+
+
+class Box:
+    """A scratch HOME, a git project with a Wiki, and a running fake model endpoint."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.project = root / "proj"
+        self.home.mkdir()
+        self.project.mkdir()
+        self.model_log = root / "model.jsonl"
+        path = [p for p in (HOSTS_BIN, NODE_BIN) if p] + ["/usr/bin", "/bin"]
+        self.env = {
+            "HOME": str(self.home),
+            "PATH": ":".join(path),  # the virtualenv is deliberately not on PATH
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "NO_COLOR": "1",
+            "CI": "1",
+            # Claude Code: no update checks, telemetry or other calls home.
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+        }
+        if "TMPDIR" in os.environ:
+            self.env["TMPDIR"] = os.environ["TMPDIR"]
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True, env=self.env)
+        page = root / "page.md"
+        page.write_text(f"The {WORD} protocol routes {BODY_WORD} packets over Zanzibar links.\n")
+        self.lwc("init")
+        self.lwc("page", "put", WORD, "--title", "Quixotrelle protocol", "--file", str(page))
+        self.model: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    # ------------------------------------------------------------------ running things
+
+    def run(
+        self, argv: list[str], *, cwd: Path | None = None, timeout: float = 120, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv,
+            cwd=cwd or self.project,
+            env={**self.env, **extra},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+
+    def lwc(self, *args: str, cwd: Path | None = None) -> dict[str, Any]:
+        done = self.run([str(VENV_LWC), *args, "--json"], cwd=cwd)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        value: dict[str, Any] = json.loads(done.stdout)
+        return value
+
+    def host(self, name: str, *args: str, **extra: str) -> str:
+        done = self.run([str(Path(HOSTS_BIN) / name), *args], **extra)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, (name, args, output)
+        return output
+
+    def gates(self, host: str, scope: str) -> list[str]:
+        rows = self.lwc("agent", "status", host)["configs"]
+        [row] = [r for r in rows if r["scope"] == scope]
+        assert row["state"] == "registered", row
+        assert row["command"]["runs"] is True, row
+        return [gate["gate"] for gate in row["gates"]]
+
+    # ------------------------------------------------------------------ fake model
+
+    def start_model(self) -> None:
+        port_file = self.root / "model.port"
+        arguments = {"query": WORD, "projectPath": str(self.project)}
+        self.model = subprocess.Popen(
+            [sys.executable, str(FAKE_MODEL), str(port_file)],
+            env={
+                **self.env,
+                "FAKE_MODEL_LOG": str(self.model_log),
+                "FAKE_MODEL_ARGS": json.dumps(arguments),
+            },
+            stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not port_file.exists():
+            assert self.model.poll() is None, "the fake model endpoint did not start"
+            assert time.monotonic() < deadline, "the fake model endpoint did not start"
+            time.sleep(0.05)
+        self.port = int(port_file.read_text())
+
+    def stop_model(self) -> None:
+        if self.model is not None and self.model.poll() is None:
+            self.model.send_signal(signal.SIGTERM)
+            self.model.wait(timeout=10)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def tool_results(self) -> list[str]:
+        """Every tool result the host sent to the fake model."""
+        out: list[str] = []
+        if self.model_log.exists():
+            for line in self.model_log.read_text().splitlines():
+                out += json.loads(line).get("toolResults", [])
+        return out
+
+    def assert_tool_result_reached_model(self) -> None:
+        results = self.tool_results()
+        assert results, f"the host sent no tool result; requests: {self.model_log.read_text()}"
+        assert any(WORD in text and BODY_WORD in text for text in results), results
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Iterator[Box]:
+    """A fresh scratch HOME and project; the fake model is stopped afterwards."""
+    made = Box(tmp_path.resolve())
+    made.start_model()
+    try:
+        yield made
+    finally:
+        made.stop_model()
+
+
+def _install(box: Box, host: str, scope: str) -> dict[str, Any]:
+    result = box.lwc("agent", "install", host, f"--{scope}")
+    assert result["status"] == "added"
+    assert result["entry"]["command"] == str(VENV_LWC)  # absolute, though not on PATH
+    return result
+
+
+def _line(listing: str, name: str = "lwc") -> str:
+    lines = [line for line in listing.splitlines() if name in line]
+    assert lines, listing
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- Claude Code
+
+
+def _claude_trust_and_approve(box: Box) -> None:
+    """What accepting Claude Code's two dialogs writes: the workspace trust in ~/.claude.json
+    and the `.mcp.json` server approval in the project's .claude/settings.local.json."""
+    state_file = box.home / ".claude.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    state.setdefault("projects", {}).setdefault(str(box.project), {})["hasTrustDialogAccepted"] = (
+        True
+    )
+    state_file.write_text(json.dumps(state, indent=2))
+    local = box.project / ".claude" / "settings.local.json"
+    local.parent.mkdir(exist_ok=True)
+    local.write_text(json.dumps({"enabledMcpjsonServers": ["lwc"]}, indent=2))
+
+
+def _claude_run(box: Box) -> None:
+    box.host(
+        "claude",
+        "-p",
+        f"Use lwc to look up {WORD}.",
+        "--output-format",
+        "json",
+        "--allowedTools",
+        "mcp__lwc__lwc_explore",
+        "--model",
+        "claude-sonnet-4-5",
+        ANTHROPIC_BASE_URL=box.base_url,
+        ANTHROPIC_API_KEY="sk-fake-model-test",
+    )
+    box.assert_tool_result_reached_model()
+
+
+def test_claude_code_project_scope(box: Box) -> None:
+    """.mcp.json: pending approval until the user approves it; then connected and callable."""
+    result = _install(box, "claude-code", "project")
+    assert {g["gate"] for g in result["gates"]} == {
+        "claude_workspace_trust",
+        "claude_project_approval",
+    }
+    assert "Pending approval" in _line(box.host("claude", "mcp", "list"))
+    _claude_trust_and_approve(box)
+    assert box.gates("claude-code", "project") == []
+    assert "Connected" in _line(box.host("claude", "mcp", "list"))
+    _claude_run(box)
+
+
+def test_claude_code_user_scope(box: Box) -> None:
+    """~/.claude.json top level: no gate; a session started in the project binds it."""
+    _install(box, "claude-code", "user")
+    assert box.gates("claude-code", "user") == []
+    assert "Connected" in _line(box.host("claude", "mcp", "list"))
+    _claude_run(box)
+
+
+def test_claude_code_local_scope_entry_is_seen(box: Box) -> None:
+    """Issue 15 #3 against the real host: `claude mcp add` (local scope by default) writes an
+    `lwc` entry that Claude prefers; status shows it and install says so."""
+    box.host("claude", "mcp", "add", "lwc", "--", "/bin/false")
+    status = box.lwc("agent", "status", "claude-code")["configs"]
+    [local] = [row for row in status if row["scope"] == "local"]
+    assert local["entry"]["command"] == "/bin/false"
+    assert local["state"] == "broken"  # /bin/false is not lwc
+    result = box.lwc("agent", "install", "claude-code", "--project")
+    assert any("claude mcp remove lwc -s local" in w for w in result["warnings"])
+    assert "claude_local_entry" in {g["gate"] for g in result["gates"]}
+
+
+# ---------------------------------------------------------------------------- Codex CLI
+
+
+def _codex_run(box: Box) -> None:
+    provider = (
+        '{name="fake model (test)",base_url="' + box.base_url + '/v1",'
+        'wire_api="responses",env_key="FAKE_MODEL_KEY"}'
+    )
+    box.host(
+        "codex",
+        "exec",
+        "--skip-git-repo-check",
+        "-c",
+        "model_provider=fake",
+        "-c",
+        f"model_providers.fake={provider}",
+        "-m",
+        "fake-model",
+        f"Use lwc to look up {WORD}.",
+        FAKE_MODEL_KEY="fake",
+    )
+    box.assert_tool_result_reached_model()
+
+
+def test_codex_user_scope(box: Box) -> None:
+    """~/.codex/config.toml (created 0600): listed as enabled, and called in a session."""
+    result = _install(box, "codex", "user")
+    assert (Path(result["file"]).stat().st_mode & 0o777) == 0o600
+    assert box.gates("codex", "user") == []
+    assert "enabled" in _line(box.host("codex", "mcp", "list"))
+    _codex_run(box)
+
+
+def test_codex_project_scope(box: Box) -> None:
+    """.codex/config.toml counts only in a trusted project: not listed before, listed and
+    called once the project is trusted the way Codex's own prompt records it."""
+    _install(box, "codex", "project")
+    assert box.gates("codex", "project") == ["codex_project_trust"]
+    assert "lwc" not in box.host("codex", "mcp", "list")
+    user_config = box.home / ".codex" / "config.toml"
+    user_config.parent.mkdir(exist_ok=True)
+    with user_config.open("a") as handle:
+        handle.write(f'\n[projects."{box.project}"]\ntrust_level = "trusted"\n')
+    assert box.gates("codex", "project") == []
+    assert "enabled" in _line(box.host("codex", "mcp", "list"))
+    _codex_run(box)
+
+
+# ---------------------------------------------------------------------------- Gemini CLI
+
+
+def _gemini_trust(box: Box) -> None:
+    """What choosing "Trust folder" in Gemini CLI's dialog writes."""
+    rules = box.home / ".gemini" / "trustedFolders.json"
+    rules.parent.mkdir(exist_ok=True)
+    rules.write_text(json.dumps({str(box.project): "TRUST_FOLDER"}, indent=2))
+
+
+def _gemini_run(box: Box) -> None:
+    # An API-key user has picked "Use Gemini API key" once; the key and base URL are env.
+    settings = box.home / ".gemini" / "settings.json"
+    value = json.loads(settings.read_text()) if settings.exists() else {}
+    value["security"] = {"auth": {"selectedType": "gemini-api-key"}}
+    value["privacy"] = {"usageStatisticsEnabled": False}
+    settings.write_text(json.dumps(value, indent=2))
+    box.host(
+        "gemini",
+        "-p",
+        f"Use lwc to look up {WORD}.",
+        "--approval-mode",
+        "yolo",
+        "-m",
+        "gemini-2.5-flash",
+        GOOGLE_GEMINI_BASE_URL=box.base_url,
+        GEMINI_API_KEY="fake-model-test",
+    )
+    box.assert_tool_result_reached_model()
+
+
+@pytest.mark.parametrize("scope", ["project", "user"])
+def test_gemini_cli(box: Box, scope: str) -> None:
+    """Folder trust: Disabled in an untrusted folder (user scope too), which install and
+    status report; Connected and callable once the folder is trusted."""
+    result = _install(box, "gemini", scope)
+    assert [g["gate"] for g in result["gates"]] == ["gemini_folder_trust"]
+    assert "Disabled" in _line(box.host("gemini", "mcp", "list"))
+    _gemini_trust(box)
+    assert box.gates("gemini", scope) == []
+    assert "Connected" in _line(box.host("gemini", "mcp", "list"))
+    _gemini_run(box)
