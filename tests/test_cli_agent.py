@@ -668,3 +668,181 @@ def test_human_output_on_a_terminal(
         "registered",
         str(env.project / ".cursor" / "mcp.json"),
     ]
+
+
+# ---------------------------------------------------------------------------- host gates
+
+
+def gates_of(result: dict[str, Any], host: str, scope: str) -> dict[str, dict[str, Any]]:
+    """The gates of one status row, by name."""
+    [row] = [r for r in result["configs"] if (r["host"], r["scope"]) == (host, scope)]
+    return {gate["gate"]: gate for gate in row["gates"]}
+
+
+def test_gemini_folder_trust_is_reported_with_its_fix(env: Env) -> None:
+    """Issue 15 #2: Gemini CLI's folder trust (on by default) disables `lwc` in an untrusted
+    folder, user scope too; install, status and doctor say so and how to clear it."""
+    result = env.ok("agent", "install", "gemini")
+    [gate] = result["gates"]
+    assert (gate["gate"], gate["blocking"], gate["state"]) == (
+        "gemini_folder_trust",
+        True,
+        "untrusted",
+    )
+    assert "Disabled" in gate["message"] and "exit 55" in gate["message"]
+    rules = env.home / ".gemini" / "trustedFolders.json"
+    assert f'"{env.project}": "TRUST_FOLDER"' in gate["fix"] and str(rules) in gate["fix"]
+    assert "GEMINI_CLI_TRUST_WORKSPACE=true" in gate["fix"]
+    assert any("Trust folder" in note for note in result["notes"])
+    env.ok("agent", "install", "gemini", "--user")
+    status = env.ok("agent", "status", "gemini")
+    for scope in ("project", "user"):
+        assert "gemini_folder_trust" in gates_of(status, "gemini", scope)
+    doctor = env.ok("doctor")
+    assert {(h["host"], h["scope"]) for h in doctor["hosts"]} == {
+        ("gemini", "project"),
+        ("gemini", "user"),
+    }
+    assert all(h["gates"][0]["gate"] == "gemini_folder_trust" for h in doctor["hosts"])
+    # Trusting the parent (TRUST_PARENT on a sibling's path) clears it; a longer
+    # DO_NOT_TRUST rule for the project itself wins again.
+    rules.write_text(json.dumps({str(env.project.parent / "x"): "TRUST_PARENT"}))
+    assert gates_of(env.ok("agent", "status", "gemini"), "gemini", "project") == {}
+    rules.write_text(
+        json.dumps({str(env.project.parent / "x"): "TRUST_PARENT",
+                    str(env.project): "DO_NOT_TRUST"})
+    )  # fmt: skip
+    gate = gates_of(env.ok("agent", "status", "gemini"), "gemini", "project")["gemini_folder_trust"]
+    assert gate["state"] == "distrusted"
+    rules.unlink()
+    settings = env.home / ".gemini" / "settings.json"
+    value = json.loads(settings.read_text())
+    value["security"] = {"folderTrust": {"enabled": False}}
+    settings.write_text(json.dumps(value))
+    assert gates_of(env.ok("agent", "status", "gemini"), "gemini", "user") == {}
+
+
+def test_claude_local_scope_entry_is_seen_and_named(env: Env) -> None:
+    """Issue 15 #3: an `lwc` in Claude Code's local scope (`claude mcp add`'s default, kept in
+    projects[<project>].mcpServers of ~/.claude.json) wins over ours: status lists it and
+    install warns with the command that removes it."""
+    state = {
+        "numStartups": 3,
+        "projects": {str(env.project): {"mcpServers": {"lwc": {"type": "stdio",
+                                                               "command": str(env.lwc),
+                                                               "args": ["serve"]}}}},
+    }  # fmt: skip
+    (env.home / ".claude.json").write_text(json.dumps(state))
+    status = env.ok("agent", "status", "claude-code")
+    [local] = [row for row in status["configs"] if row["scope"] == "local"]
+    assert (local["state"], local["registered"]) == ("outdated", True)
+    assert local["nextAction"] == f"claude mcp remove lwc -s local   (in {env.project})"
+    assert "claude-code/local" in status["registered"]
+    result = env.ok("agent", "install", "claude-code", "--project")
+    assert result["status"] == "added"
+    [warning] = [w for w in result["warnings"] if "local-scope" in w]
+    assert "claude mcp remove lwc -s local" in warning and str(env.project) in warning
+    assert "claude_local_entry" in gates_of(env.ok("agent", "status"), "claude-code", "user")
+
+
+def test_claude_project_install_names_approval_and_trust(env: Env) -> None:
+    """Issue 15 #7: Claude Code's project approval and workspace trust are in the install
+    output; an approval in the committed .claude/settings.json is ignored until trust."""
+    result = env.ok("agent", "install", "claude-code")
+    gates = {gate["gate"]: gate for gate in result["gates"]}
+    approval = gates["claude_project_approval"]
+    assert approval["state"] == "pending" and "enabledMcpjsonServers" in approval["fix"]
+    assert str(env.project / ".claude" / "settings.local.json") in approval["fix"]
+    trust = gates["claude_workspace_trust"]
+    assert f'projects["{env.project}"].hasTrustDialogAccepted: true' in trust["fix"]
+    assert any("approve" in note for note in result["notes"])
+    assert any("trust dialog" in note for note in result["notes"])
+    (env.project / ".claude").mkdir()
+    (env.project / ".claude" / "settings.json").write_text('{"enabledMcpjsonServers": ["lwc"]}')
+    gates = gates_of(env.ok("agent", "status"), "claude-code", "project")
+    assert "settings.json is ignored until then" in gates["claude_workspace_trust"]["message"]
+    assert gates["claude_workspace_trust"]["blocking"] is True
+    assert "claude_project_approval" in gates
+    # Accepting the trust dialog: now the project's own approval counts.
+    (env.home / ".claude.json").write_text(
+        json.dumps({"projects": {str(env.project): {"hasTrustDialogAccepted": True}}})
+    )
+    assert gates_of(env.ok("agent", "status"), "claude-code", "project") == {}
+    (env.project / ".claude" / "settings.local.json").write_text(
+        '{"disabledMcpjsonServers": ["lwc"]}'
+    )
+    gates = gates_of(env.ok("agent", "status"), "claude-code", "project")
+    assert gates["claude_project_approval"]["state"] == "rejected"
+    assert "claude mcp reset-project-choices" in gates["claude_project_approval"]["fix"]
+
+
+def test_vscode_install_names_the_trust_prompt(env: Env) -> None:
+    """Issue 15 #7: VS Code asks before it first starts a server; the install says so."""
+    result = env.ok("agent", "install", "vscode")
+    [gate] = result["gates"]
+    assert gate["gate"] == "vscode_trust" and gate["blocking"] is False
+    assert any("Trust" in note for note in result["notes"])
+
+
+def test_codex_project_trust_clears_the_gate(env: Env) -> None:
+    """Issue 15 #4: the Codex project gate clears once ~/.codex/config.toml trusts the project
+    (what accepting Codex's trust prompt records); the git root is the project key."""
+    sub = env.project / "pkg"
+    sub.mkdir()
+    (env.project / ".git").mkdir()
+    done = env.run("agent", "install", "codex", "--project", cwd=sub)
+    gate = json.loads(done.stdout)["gates"][0]
+    assert gate["gate"] == "codex_project_trust" and f'[projects."{env.project}"]' in gate["fix"]
+    config = env.home / ".codex" / "config.toml"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(f'[projects."{env.project}"]\ntrust_level = "trusted"\n')
+    status = json.loads(env.run("agent", "status", "codex", cwd=sub).stdout)
+    assert gates_of(status, "codex", "project") == {}
+
+
+@pytest.mark.parametrize(
+    ("host", "relative"),
+    [
+        ("claude-code", ".claude.json"),
+        ("cursor", ".cursor/mcp.json"),
+        ("codex", ".codex/config.toml"),
+        ("gemini", ".gemini/settings.json"),
+    ],
+)
+def test_new_user_config_files_are_private(env: Env, host: str, relative: str) -> None:
+    """Issue 15 #6: a user config file lwc creates is 0600 (its new folder 0700), as the hosts
+    create theirs; an existing file keeps its mode; project files stay shareable."""
+    result = env.ok("agent", "install", host, "--user")
+    path = env.home / relative
+    assert result["file"] == str(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    if path.parent != env.home:
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    env.ok("agent", "uninstall", host, "--user")
+    path.chmod(0o640)
+    env.ok("agent", "install", host, "--user")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_new_project_files_keep_the_umask_mode(env: Env) -> None:
+    """Project files are meant to be committed and shared: `0666 & ~umask` as before."""
+    env.ok("agent", "install", "cursor")
+    mode = stat.S_IMODE((env.project / ".cursor" / "mcp.json").stat().st_mode)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert mode == 0o666 & ~mask
+
+
+def test_status_from_home_says_what_a_user_scope_host_gets(env: Env) -> None:
+    """Issue 15 #8: started from $HOME a user-scope entry's every call answers
+    workspace_too_broad; status run there says so for each host that binds the session
+    directory (not VS Code and Cursor, which pass ${workspaceFolder})."""
+    for host in ("claude-code", "codex", "gemini", "vscode"):
+        env.ok("agent", "install", host, "--user")
+    done = env.run("agent", "status", cwd=env.home)
+    result = json.loads(done.stdout)
+    for host in ("claude-code", "codex", "gemini"):
+        gate = gates_of(result, host, "user")["session_directory"]
+        assert "workspace_too_broad" in gate["message"] and str(env.home) in gate["message"]
+        assert f"lwc agent install {host} --project" in gate["fix"]
+    assert gates_of(result, "vscode", "user") == {}

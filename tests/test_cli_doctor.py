@@ -283,3 +283,36 @@ def test_human_report_on_a_terminal(
     assert f"  ok       workspace      the server would bind {box.project}" in lines
     assert any(line.strip() == f"→ lwc init   (in {box.project})" for line in lines)
     assert lines[-1] == "memory: unavailable · code: unavailable"
+
+
+def test_doctor_from_home_says_what_a_host_shows(box: Box) -> None:
+    """Issue 15 #8: for a default workspace in $HOME doctor describes what a host gets from a
+    user-scope server started there (connects, every call answers workspace_too_broad), not
+    only the server's error code; an explicit --path there still exits 2."""
+    message = checks(box.doctor(cwd=box.home))["workspace"]["message"]
+    assert "answers every call with `workspace_too_broad`" in message
+    assert "Failed to connect" in message and "Codex" in message
+    explicit = checks(box.doctor("--path", str(box.home), cwd=box.project))["workspace"]
+    assert "exits 2 with `workspace_too_broad`" in explicit["message"]
+
+
+def test_doctor_checks_each_registered_command_and_gate(box: Box) -> None:
+    """Issue 15 #1/#2: doctor lists every host config that registers lwc, runs its command,
+    and shows the host's gates (here Gemini's folder trust)."""
+    (box.project / ".gemini").mkdir()
+    entry = {"command": str(box.root / "moved" / "lwc"), "args": ["serve", "--mcp"]}
+    (box.project / ".gemini" / "settings.json").write_text(
+        json.dumps({"mcpServers": {"lwc": entry}})
+    )
+    report = box.doctor()
+    [host] = report["hosts"]
+    assert (host["host"], host["scope"], host["state"]) == ("gemini", "project", "broken")
+    assert host["command"]["runs"] is False and "does not exist" in host["command"]["problem"]
+    assert host["nextAction"] == "lwc agent install gemini --project --force"
+    assert [gate["gate"] for gate in host["gates"]] == ["gemini_folder_trust"]
+    entry["command"] = str(box.lwc)
+    (box.project / ".gemini" / "settings.json").write_text(
+        json.dumps({"mcpServers": {"lwc": entry}})
+    )
+    [host] = box.doctor()["hosts"]
+    assert host["command"]["runs"] is True and host["command"]["version"] == "lwc 0.0-test"

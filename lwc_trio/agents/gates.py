@@ -117,6 +117,26 @@ def _lists(settings: Any, key: str) -> bool:
     return isinstance(names, list) and ENTRY_NAME in names
 
 
+_SETTINGS_FILES = {"project": "settings.json", "local": "settings.local.json"}
+
+
+def _approves(settings: Any) -> bool:
+    return _lists(settings, "enabledMcpjsonServers") or (
+        isinstance(settings, dict) and settings.get("enableAllProjectMcpServers") is True
+    )
+
+
+def _local_settings_suspect(directory: Path) -> bool:
+    """Claude's test for a settings.local.json that may not be the user's own (checked only
+    by `lstat`; whether git tracks it is not checked here)."""
+    claude = directory / ".claude"
+    return (
+        claude.is_symlink()
+        or (claude / "settings.local.json").is_symlink()
+        or os.path.lexists(claude / ".git")
+    )
+
+
 def _claude_gates(
     host: Host, scope: str, directory: Path, env: Mapping[str, str], platform: str
 ) -> list[Gate]:
@@ -154,37 +174,28 @@ def _claude_gates(
             )
         )
         return gates
-    # Claude honours approvals in the project's own .claude/ files only once the workspace is
-    # trusted; the user's ~/.claude/settings.json always counts.
-    sources = ("user", "project", "local") if trusted else ("user",)
-    approved = any(
-        _lists(settings[name], "enabledMcpjsonServers")
-        or (isinstance(settings[name], dict) and settings[name].get("enableAllProjectMcpServers"))
-        for name in sources
-    )
+    # Until the workspace is trusted Claude ignores .claude/settings.json (it comes with the
+    # checkout) and a settings.local.json that may have come with it (symlinked, inside a
+    # .claude that is a git repository, or tracked by git); the user's own file always counts.
+    sources = ["user"]
+    if trusted:
+        sources += ["project", "local"]
+    elif not _local_settings_suspect(directory):
+        sources.append("local")
+    approved = any(_approves(settings[name]) for name in sources)
     if not trusted:
-        ignored = [
-            name
-            for name in ("project", "local")
-            if _lists(settings[name], "enabledMcpjsonServers")
-            or (
-                isinstance(settings[name], dict)
-                and settings[name].get("enableAllProjectMcpServers")
-            )
-        ]
+        ignored = [name for name in ("project", "local") if name not in sources]
+        ignored = [name for name in ignored if _approves(settings[name])]
         note = ""
         if ignored:
-            files = " and ".join(
-                ".claude/settings.local.json" if name == "local" else ".claude/settings.json"
-                for name in ignored
-            )
-            note = f"; the approval in {files} is ignored until then"
+            files = " and ".join(f".claude/{_SETTINGS_FILES[name]}" for name in ignored)
+            note = f"; the approval of `lwc` in {files} is ignored until then"
         gates.append(
             _gate(
                 "claude_workspace_trust",
-                True,
-                f"Claude Code has not trusted {key} yet: it asks on the first interactive start "
-                f"there, and before that it does not start project servers{note}",
+                bool(ignored),
+                f"Claude Code has not trusted {key} yet: it shows its trust dialog on the first "
+                f"interactive start there{note}",
                 f"run `claude` in {key} once and accept the trust dialog (or set "
                 f'projects["{key}"].hasTrustDialogAccepted: true in {state_file})',
             )
@@ -195,7 +206,8 @@ def _claude_gates(
                 "claude_project_approval",
                 False,
                 "Claude Code asks each user to approve `lwc` from .mcp.json the first time it "
-                "starts in this project (`claude -p` runs approve it without asking)",
+                "starts in this project; until then `claude mcp list` shows it as Pending "
+                "approval",
                 'choose "Use this and all future MCP servers in this project" or "Use this MCP '
                 'server" when asked, or add "lwc" to "enabledMcpjsonServers" in '
                 f"{directory / '.claude' / 'settings.local.json'}",
