@@ -122,11 +122,15 @@ def _warnings(plan: Plan, path: Path, launcher: Launcher, gates: list[dict[str, 
     if plan.codegraph:
         names = ", ".join(repr(name) for name in plan.codegraph)
         warnings.append(CODEGRAPH_WARNING.format(file=path, names=names))
-    if launcher.source != "path":
+    if launcher.source == "installer":
         warnings.append(
-            f"`lwc` is not on PATH: the entry runs {launcher.command} "
-            + (f"{' '.join(launcher.prefix)} " if launcher.prefix else "")
-            + "(the lwc running this installer); run `lwc agent install` again if you move it"
+            f"`lwc` is not on PATH: the entry runs {launcher.command} (the lwc running this "
+            "installer); run `lwc agent install` again if you move it"
+        )
+    elif launcher.source == "python":
+        warnings.append(
+            f"no `lwc` script found: the entry runs {launcher.command} -m lwc_trio (this "
+            "Python); run `lwc agent install` again if you move or remove it"
         )
     warnings += [
         f"{gate['message']} — {gate['fix']}"
