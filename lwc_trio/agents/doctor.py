@@ -187,7 +187,10 @@ def _path_check(env: Mapping[str, str], python_bin: Path, cwd: Path) -> Check:
     beside = python_bin / "lwc"
     if beside.is_file() and os.access(beside, os.X_OK):
         action = _action(f'export PATH="{python_bin}:$PATH"', cwd)
-        message = f"`lwc` is installed in {python_bin}, which is not on PATH"
+        message = (
+            f"`lwc` is installed in {python_bin}, which is not on PATH (host entries still "
+            "work: `lwc agent install` writes the absolute path)"
+        )
     else:
         action = _action("pip install lwc-trio", cwd)
         message = "`lwc` is not on PATH, so hosts cannot start the server"

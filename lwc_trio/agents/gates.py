@@ -100,7 +100,7 @@ def _claude_trusted(state: dict[str, Any], directory: Path) -> bool:
     return False
 
 
-def _claude_settings(host: Host, directory: Path, env: Mapping[str, str]) -> dict[str, Any]:
+def _claude_settings(directory: Path, env: Mapping[str, str]) -> dict[str, Any]:
     override = env.get("CLAUDE_CONFIG_DIR")
     user_dir = Path(override) if override else Path(env.get("HOME") or "~") / ".claude"
     return {
@@ -160,7 +160,7 @@ def _claude_gates(
         return gates
     key = project_key(directory)
     trusted = _claude_trusted(state, directory)
-    settings = _claude_settings(host, directory, env)
+    settings = _claude_settings(directory, env)
     if any(_lists(value, "disabledMcpjsonServers") for value in settings.values()):
         gates.append(
             _gate(

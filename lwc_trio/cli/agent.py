@@ -322,12 +322,12 @@ def _human_doctor(report: dict[str, Any]) -> str:
     lines += ["", "hosts that register lwc:" if report["hosts"] else "no host registers lwc yet "
               "(lwc agent install HOST)"]  # fmt: skip
     for row in report["hosts"]:
-        lines.append(f"  {row['state']:<8} {row['name']} ({row['scope']}) {row['file']}")
+        lines.append(f"  {row['state']:<10} {row['name']} ({row['scope']}) {row['file']}")
         if row["message"]:
-            lines.append(f"  {'':<8} {row['message']}")
+            lines.append(f"  {'':<10} {row['message']}")
         for gate in row["gates"]:
-            lines.append(f"  {'':<8} {'gate' if gate['blocking'] else 'asks'}: {gate['message']}")
-            lines.append(f"  {'':<8} → {gate['fix']}")
+            lines.append(f"  {'':<10} {'gate' if gate['blocking'] else 'asks'}: {gate['message']}")
+            lines.append(f"  {'':<10} → {gate['fix']}")
     ready = report["ready"]
     lines += [
         "",
