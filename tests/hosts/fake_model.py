@@ -6,7 +6,7 @@ HTTP server on 127.0.0.1 through its documented base-URL setting. The server spe
 of each wire format for one scripted turn:
 
 1. the first request of a conversation gets a tool call to the host's `lwc_explore` tool (found
-   by name in the request's tool list) with the arguments in `$FAKE_MODEL_ARGS` (JSON);
+   by name in the request's tool list) with the arguments in `$FAKE_MODEL_ARGS_FILE` or `$FAKE_MODEL_ARGS` (JSON);
 2. a request that carries that tool's result gets a short final text answer.
 
 Every request is appended to `$FAKE_MODEL_LOG` (JSON lines: path, tool names offered, tool
@@ -44,7 +44,15 @@ def _log(record: dict[str, Any]) -> None:
 
 
 def _arguments() -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(os.environ.get("FAKE_MODEL_ARGS", "{}"))
+    """The tool call's arguments: `$FAKE_MODEL_ARGS_FILE` (read per request, so a test can
+    change them between runs), else `$FAKE_MODEL_ARGS`."""
+    path = os.environ.get("FAKE_MODEL_ARGS_FILE")
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    else:
+        text = os.environ.get("FAKE_MODEL_ARGS", "{}")
+    value: dict[str, Any] = json.loads(text)
     return value
 
 

@@ -95,7 +95,10 @@ class Box:
         return value
 
     def host(self, name: str, *args: str, **extra: str) -> str:
-        done = self.run([str(Path(HOSTS_BIN) / name), *args], **extra)
+        return self.host_in(None, name, *args, **extra)
+
+    def host_in(self, cwd: Path | None, name: str, *args: str, **extra: str) -> str:
+        done = self.run([str(Path(HOSTS_BIN) / name), *args], cwd=cwd, **extra)
         output = done.stdout + done.stderr
         assert done.returncode == 0, (name, args, output)
         return output
@@ -111,13 +114,13 @@ class Box:
 
     def start_model(self) -> None:
         port_file = self.root / "model.port"
-        arguments = {"query": WORD, "projectPath": str(self.project)}
+        self.ask_about(self.project)
         self.model = subprocess.Popen(
             [sys.executable, str(FAKE_MODEL), str(port_file)],
             env={
                 **self.env,
                 "FAKE_MODEL_LOG": str(self.model_log),
-                "FAKE_MODEL_ARGS": json.dumps(arguments),
+                "FAKE_MODEL_ARGS_FILE": str(self.args_file),
             },
             stdin=subprocess.DEVNULL,
         )
@@ -127,6 +130,14 @@ class Box:
             assert time.monotonic() < deadline, "the fake model endpoint did not start"
             time.sleep(0.05)
         self.port = int(port_file.read_text())
+
+    @property
+    def args_file(self) -> Path:
+        return self.root / "model-args.json"
+
+    def ask_about(self, project_path: Path) -> None:
+        """The arguments the fake model puts in its `lwc_explore` call."""
+        self.args_file.write_text(json.dumps({"query": WORD, "projectPath": str(project_path)}))
 
     def stop_model(self) -> None:
         if self.model is not None and self.model.poll() is None:
@@ -192,8 +203,9 @@ def _claude_trust_and_approve(box: Box) -> None:
     local.write_text(json.dumps({"enabledMcpjsonServers": ["lwc"]}, indent=2))
 
 
-def _claude_run(box: Box) -> None:
-    box.host(
+def _claude_run(box: Box, *, cwd: Path | None = None) -> None:
+    box.host_in(
+        cwd,
         "claude",
         "-p",
         f"Use lwc to look up {WORD}.",
@@ -206,7 +218,6 @@ def _claude_run(box: Box) -> None:
         ANTHROPIC_BASE_URL=box.base_url,
         ANTHROPIC_API_KEY="sk-fake-model-test",
     )
-    box.assert_tool_result_reached_model()
 
 
 def test_claude_code_project_scope(box: Box) -> None:
@@ -221,6 +232,7 @@ def test_claude_code_project_scope(box: Box) -> None:
     assert box.gates("claude-code", "project") == []
     assert "Connected" in _line(box.host("claude", "mcp", "list"))
     _claude_run(box)
+    box.assert_tool_result_reached_model()
 
 
 def test_claude_code_user_scope(box: Box) -> None:
@@ -229,6 +241,21 @@ def test_claude_code_user_scope(box: Box) -> None:
     assert box.gates("claude-code", "user") == []
     assert "Connected" in _line(box.host("claude", "mcp", "list"))
     _claude_run(box)
+    box.assert_tool_result_reached_model()
+
+
+def test_claude_code_user_scope_in_a_subdirectory(box: Box) -> None:
+    """Issue 15 #5 against the real host: a session started in `src/` binds `src/`, which
+    holds no Wiki; the answer Claude hands the model says to bind the project, not to init."""
+    _install(box, "claude-code", "user")
+    sub = box.project / "src"
+    sub.mkdir()
+    box.ask_about(sub)
+    _claude_run(box, cwd=sub)
+    [result] = box.tool_results()
+    assert "store_not_found" in result
+    assert f"lwc serve --mcp --path {box.project}" in result
+    assert not (sub / ".lwc").exists()
 
 
 def test_claude_code_local_scope_entry_is_seen(box: Box) -> None:
