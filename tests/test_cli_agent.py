@@ -310,13 +310,15 @@ def test_codex_project_scope_writes_codex_config_toml(env: Env) -> None:
     project) with an absolute --path, and says the project must be trusted."""
     path = env.project / ".codex" / "config.toml"
     result = install_twice(env, path, "codex", "--project")
-    assert result["scope"] == "project" and result["file"] == str(path)
+    assert result["scope"] == "project"
+    assert result["file"] == str(path)
     assert path.read_text() == (
         f'[mcp_servers.lwc]\ncommand = "{env.lwc}"\n'
         f'args = ["serve", "--mcp", "--path", "{env.project}"]\n'
     )
     [gate] = result["gates"]
-    assert gate["gate"] == "codex_project_trust" and gate["blocking"] is True
+    assert gate["gate"] == "codex_project_trust"
+    assert gate["blocking"] is True
     assert f'[projects."{env.project}"]' in gate["fix"]
     assert any("trusted project" in note for note in result["notes"])
     # Without a flag Codex still writes its user file, which every Codex version reads.
@@ -536,7 +538,8 @@ def test_installer_outside_path_registers_its_own_absolute_path(env: Env) -> Non
     assert any("not on PATH" in warning for warning in result["warnings"])
     status = env.ok("agent", "status", "claude-code", PATH="/usr/bin:/bin")
     [user] = [row for row in status["configs"] if row["scope"] == "user"]
-    assert user["state"] == "registered" and user["command"]["runs"] is True
+    assert user["state"] == "registered"
+    assert user["command"]["runs"] is True
 
 
 def test_bare_or_missing_commands_are_reported_broken(env: Env) -> None:
@@ -555,7 +558,8 @@ def test_bare_or_missing_commands_are_reported_broken(env: Env) -> None:
         status = env.ok("agent", "status", "claude", PATH="/usr/bin:/bin")
         [user] = [row for row in status["configs"] if row["scope"] == "user"]
         assert (user["state"], user["registered"]) == ("broken", True), command
-        assert problem in user["command"]["problem"] and problem in user["message"]
+        assert problem in user["command"]["problem"]
+        assert problem in user["message"]
         assert user["nextAction"] == "lwc agent install claude-code --user --force"
 
 
@@ -689,9 +693,11 @@ def test_gemini_folder_trust_is_reported_with_its_fix(env: Env) -> None:
         True,
         "untrusted",
     )
-    assert "Disabled" in gate["message"] and "exit 55" in gate["message"]
+    assert "Disabled" in gate["message"]
+    assert "exit 55" in gate["message"]
     rules = env.home / ".gemini" / "trustedFolders.json"
-    assert f'"{env.project}": "TRUST_FOLDER"' in gate["fix"] and str(rules) in gate["fix"]
+    assert f'"{env.project}": "TRUST_FOLDER"' in gate["fix"]
+    assert str(rules) in gate["fix"]
     assert "GEMINI_CLI_TRUST_WORKSPACE=true" in gate["fix"]
     assert any("Trust folder" in note for note in result["notes"])
     env.ok("agent", "install", "gemini", "--user")
@@ -741,7 +747,8 @@ def test_claude_local_scope_entry_is_seen_and_named(env: Env) -> None:
     result = env.ok("agent", "install", "claude-code", "--project")
     assert result["status"] == "added"
     [warning] = [w for w in result["warnings"] if "local-scope" in w]
-    assert "claude mcp remove lwc -s local" in warning and str(env.project) in warning
+    assert "claude mcp remove lwc -s local" in warning
+    assert str(env.project) in warning
     assert "claude_local_entry" in gates_of(env.ok("agent", "status"), "claude-code", "user")
 
 
@@ -751,7 +758,8 @@ def test_claude_project_install_names_approval_and_trust(env: Env) -> None:
     result = env.ok("agent", "install", "claude-code")
     gates = {gate["gate"]: gate for gate in result["gates"]}
     approval = gates["claude_project_approval"]
-    assert approval["state"] == "pending" and "enabledMcpjsonServers" in approval["fix"]
+    assert approval["state"] == "pending"
+    assert "enabledMcpjsonServers" in approval["fix"]
     assert str(env.project / ".claude" / "settings.local.json") in approval["fix"]
     trust = gates["claude_workspace_trust"]
     assert f'projects["{env.project}"].hasTrustDialogAccepted: true' in trust["fix"]
@@ -780,7 +788,8 @@ def test_vscode_install_names_the_trust_prompt(env: Env) -> None:
     """Issue 15 #7: VS Code asks before it first starts a server; the install says so."""
     result = env.ok("agent", "install", "vscode")
     [gate] = result["gates"]
-    assert gate["gate"] == "vscode_trust" and gate["blocking"] is False
+    assert gate["gate"] == "vscode_trust"
+    assert gate["blocking"] is False
     assert any("Trust" in note for note in result["notes"])
 
 
@@ -792,7 +801,8 @@ def test_codex_project_trust_clears_the_gate(env: Env) -> None:
     (env.project / ".git").mkdir()
     done = env.run("agent", "install", "codex", "--project", cwd=sub)
     gate = json.loads(done.stdout)["gates"][0]
-    assert gate["gate"] == "codex_project_trust" and f'[projects."{env.project}"]' in gate["fix"]
+    assert gate["gate"] == "codex_project_trust"
+    assert f'[projects."{env.project}"]' in gate["fix"]
     config = env.home / ".codex" / "config.toml"
     config.parent.mkdir(exist_ok=True)
     config.write_text(f'[projects."{env.project}"]\ntrust_level = "trusted"\n')
@@ -843,6 +853,7 @@ def test_status_from_home_says_what_a_user_scope_host_gets(env: Env) -> None:
     result = json.loads(done.stdout)
     for host in ("claude-code", "codex", "gemini"):
         gate = gates_of(result, host, "user")["session_directory"]
-        assert "workspace_too_broad" in gate["message"] and str(env.home) in gate["message"]
+        assert "workspace_too_broad" in gate["message"]
+        assert str(env.home) in gate["message"]
         assert f"lwc agent install {host} --project" in gate["fix"]
     assert gates_of(result, "vscode", "user") == {}

@@ -291,7 +291,8 @@ def test_doctor_from_home_says_what_a_host_shows(box: Box) -> None:
     only the server's error code; an explicit --path there still exits 2."""
     message = checks(box.doctor(cwd=box.home))["workspace"]["message"]
     assert "answers every call with `workspace_too_broad`" in message
-    assert "Failed to connect" in message and "Codex" in message
+    assert "Failed to connect" in message
+    assert "Codex" in message
     explicit = checks(box.doctor("--path", str(box.home), cwd=box.project))["workspace"]
     assert "exits 2 with `workspace_too_broad`" in explicit["message"]
 
@@ -307,7 +308,8 @@ def test_doctor_checks_each_registered_command_and_gate(box: Box) -> None:
     report = box.doctor()
     [host] = report["hosts"]
     assert (host["host"], host["scope"], host["state"]) == ("gemini", "project", "broken")
-    assert host["command"]["runs"] is False and "does not exist" in host["command"]["problem"]
+    assert host["command"]["runs"] is False
+    assert "does not exist" in host["command"]["problem"]
     assert host["nextAction"] == "lwc agent install gemini --project --force"
     assert [gate["gate"] for gate in host["gates"]] == ["gemini_folder_trust"]
     entry["command"] = str(box.lwc)
@@ -315,4 +317,5 @@ def test_doctor_checks_each_registered_command_and_gate(box: Box) -> None:
         json.dumps({"mcpServers": {"lwc": entry}})
     )
     [host] = box.doctor()["hosts"]
-    assert host["command"]["runs"] is True and host["command"]["version"] == "lwc 0.0-test"
+    assert host["command"]["runs"] is True
+    assert host["command"]["version"] == "lwc 0.0-test"

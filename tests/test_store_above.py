@@ -34,7 +34,8 @@ def test_engine_names_the_wiki_above_the_workspace(tmp_path: Path) -> None:
         }
         message = memory["error"]["message"]
         assert str(project.resolve() / ".lwc" / "wiki.db") in message
-        assert "lwc agent install HOST --project" in message and "lwc init" not in message
+        assert "lwc agent install HOST --project" in message
+        assert "lwc init" not in message
         assert "stores" not in memory  # nothing above the workspace was opened
 
 
@@ -68,7 +69,7 @@ async def test_real_server_started_in_a_subdirectory(tmp_path: Path) -> None:
     )
     async with Client(params) as client:
         result = await client.call_tool("lwc_explore", {"query": "x", "projectPath": str(sub)})
-    memory = result.structured_content["memory"]  # type: ignore[index]
+    memory = result.structured_content["memory"]
     assert memory["error"]["code"] == "store_not_found"
     assert memory["nextAction"] == {
         "command": f"lwc serve --mcp --path {project}",

@@ -159,6 +159,8 @@ def status_rows(
             local = _local_row(host, project, launcher, commands, env, platform)
             if local is not None:
                 rows.append(local)
-        for scope in host.scopes:
-            rows.append(_row(host, scope, project, reason, launcher, commands, env, platform, cwd))
+        rows += [
+            _row(host, scope, project, reason, launcher, commands, env, platform, cwd)
+            for scope in host.scopes
+        ]
     return rows

@@ -79,13 +79,13 @@ def _pick(names: list[str]) -> str | None:
 
 def _anthropic_view(body: dict[str, Any]) -> tuple[list[str], list[str]]:
     tools = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
-    results = []
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    results.append(_text_of(block.get("content")))
+    results = [
+        _text_of(block.get("content"))
+        for message in body.get("messages") or []
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
     return tools, results
 
 
@@ -168,18 +168,19 @@ def _responses_view(body: dict[str, Any]) -> tuple[list[str], list[str]]:
         if tool.get("type") == "namespace":
             # Codex groups an MCP server's tools: {"type": "namespace", "name": "mcp__lwc",
             # "tools": [...]}; a call names the namespace and the tool separately.
-            for inner in tool.get("tools") or []:
-                tools.append(f"{tool.get('name')}{NAMESPACE_SEP}{inner.get('name')}")
+            tools += [
+                f"{tool.get('name')}{NAMESPACE_SEP}{inner.get('name')}"
+                for inner in tool.get("tools") or []
+            ]
         else:
             tools.append(str(tool.get("name") or tool.get("function", {}).get("name") or ""))
-    results = []
     items = body.get("input")
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict) and item.get("type") in (
-            "function_call_output",
-            "mcp_tool_call_output",
-        ):
-            results.append(_text_of(item.get("output")))
+    results = [
+        _text_of(item.get("output"))
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, dict)
+        and item.get("type") in ("function_call_output", "mcp_tool_call_output")
+    ]
     return tools, results
 
 
@@ -239,15 +240,17 @@ def _responses_events(tool: str | None) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _gemini_view(body: dict[str, Any]) -> tuple[list[str], list[str]]:
-    tools = []
-    for tool in body.get("tools") or []:
-        for declaration in (tool or {}).get("functionDeclarations") or []:
-            tools.append(str(declaration.get("name", "")))
-    results = []
-    for content in body.get("contents") or []:
-        for part in (content or {}).get("parts") or []:
-            if isinstance(part, dict) and "functionResponse" in part:
-                results.append(_text_of(part["functionResponse"].get("response")))
+    tools = [
+        str(declaration.get("name", ""))
+        for tool in body.get("tools") or []
+        for declaration in (tool or {}).get("functionDeclarations") or []
+    ]
+    results = [
+        _text_of(part["functionResponse"].get("response"))
+        for content in body.get("contents") or []
+        for part in (content or {}).get("parts") or []
+        if isinstance(part, dict) and "functionResponse" in part
+    ]
     return tools, results
 
 

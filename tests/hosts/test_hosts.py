@@ -75,17 +75,17 @@ class Box:
     # ------------------------------------------------------------------ running things
 
     def run(
-        self, argv: list[str], *, cwd: Path | None = None, timeout: float = 120, **extra: str
+        self, argv: list[str], *, cwd: Path | None = None, extra: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             argv,
             cwd=cwd or self.project,
-            env={**self.env, **extra},
+            env={**self.env, **(extra or {})},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             errors="replace",
-            timeout=timeout,
+            timeout=120,
             check=False,
         )
 
@@ -99,7 +99,7 @@ class Box:
         return self.host_in(None, name, *args, **extra)
 
     def host_in(self, cwd: Path | None, name: str, *args: str, **extra: str) -> str:
-        done = self.run([str(Path(HOSTS_BIN) / name), *args], cwd=cwd, **extra)
+        done = self.run([str(Path(HOSTS_BIN) / name), *args], cwd=cwd, extra=extra)
         output = done.stdout + done.stderr
         assert done.returncode == 0, (name, args, output)
         return output
