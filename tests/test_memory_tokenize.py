@@ -97,7 +97,8 @@ def test_tokenize_is_deterministic_and_clean(text: str) -> None:
     assert all(first)
     assert not set(first) & STOP_WORDS
     assert len(first) == len(set(first))
-    assert set(first) == set(tokens(text))
+    # The index also keeps every CJK character of a run the query uses as pairs.
+    assert set(first) <= set(tokens(text))
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
