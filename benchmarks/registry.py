@@ -38,7 +38,7 @@ SCENARIOS: Final = (
     ),
     Scenario("http", "http", "streamable HTTP: lwc vs the mcp SDK's server, 1/8/32 clients"),
     Scenario(
-        "memory", "memory", "memory plane: write rate, e2e latency vs the raw FTS5 floor, RSS"
+        "memory", "memory", "memory plane: write rate, e2e latency vs the raw BM25F floor, RSS"
     ),
     Scenario("code", "code", "code plane: lwc code mode vs `codegraph serve` direct"),
     Scenario("lanes", "lanes", "thread round trips: ThreadLane vs trio.to_thread vs inline"),
@@ -51,6 +51,10 @@ SCENARIOS: Final = (
     Scenario(
         "graph-upkeep", "graph_upkeep", "page put with a ready graph vs graph off and a full build"
     ),
+    Scenario(
+        "quality", "quality", "search quality on Cranfield vs bm25s (± stemming) and FTS5 porter"
+    ),
+    Scenario("vocab", "vocab", "typo correction on 1,000,000 pages under the 5 s deadline"),
 )
 
 

@@ -363,7 +363,7 @@ def test_search_prints_ranked_results(env: tuple[Path, Path]) -> None:
     found = out_json(run_lwc("search", "kubernetes", "--limit", "3", cwd=project, home=home))
     assert [r["identifier"] for r in found["results"]] == ["k8s"]
     assert found["stores"][0]["scope"] == "project"
-    fuzzy = out_json(run_lwc("search", "kubernets", "--scope", "all", cwd=project, home=home))
+    fuzzy = out_json(run_lwc("search", "kuberntes", "--scope", "all", cwd=project, home=home))
     assert [(r["identifier"], r["match"]) for r in fuzzy["results"]] == [("k8s", "fuzzy")]
     words = " ".join(f"w{i}" for i in range(65))
     proc = run_lwc("search", words, cwd=project, home=home)

@@ -166,7 +166,8 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """Opening an older store for writing runs its migrations and records the new format."""
     _project, db, _home = setup(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
-    monkeypatch.setattr(store, "MIGRATIONS", {1: ("UPDATE meta SET value = value WHERE 0",)})
+    noop = ("UPDATE meta SET value = value WHERE 0",)
+    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop})
     open_writer(db).close()
     assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
@@ -335,31 +336,52 @@ def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
     assert memory["error"]["code"] == "store_corrupt"
 
 
-def test_format_1_store_is_refused_then_migrated_by_repair(tmp_path: Path) -> None:
-    """A format-1 store (detail=column index) needs `lwc repair`, which migrates it losslessly."""
+FORMAT_2_SEARCH = (
+    "DROP TABLE search_docs",
+    "DROP TABLE search_terms",
+    "DROP TABLE search_postings",
+    "DROP TABLE search_words",
+    "DROP TABLE search_stats",
+    "CREATE TABLE search_docs (doc_id INTEGER PRIMARY KEY, doc_type TEXT NOT NULL, "
+    "ident TEXT NOT NULL, UNIQUE (doc_type, ident))",
+    "CREATE VIRTUAL TABLE search_index USING fts5("
+    "title, path, summary, body, tokenize = 'ascii', detail = full)",
+    "INSERT INTO search_docs (doc_type, ident) SELECT 'page', slug FROM pages ORDER BY slug",
+    "INSERT INTO search_index (rowid, title, path, summary, body) SELECT d.doc_id, "
+    "lower(p.title), p.slug, '', lower(p.body) FROM pages p JOIN search_docs d ON d.ident = p.slug",
+    "UPDATE meta SET value = '2' WHERE key = 'format_version'",
+)
+
+
+def make_format_2(db: Path) -> None:
+    """Turn a current store into the format-2 layout (FTS5 index, unstemmed terms)."""
+    tamper(db, *FORMAT_2_SEARCH)
+
+
+@pytest.mark.parametrize("how", ["repair", "write"])
+def test_format_2_store_is_refused_then_migrated(tmp_path: Path, how: str) -> None:
+    """A format-2 store gets guidance (`lwc repair`), never results; repair or any write
+    re-indexes it, after which it answers exactly like a store built in format 3."""
     project, db, home = setup(tmp_path)
-    put_pages(
-        db, [page(f"p{i}", f"Kubernetes note {i}", f"pods and nodes {i} " * 20) for i in range(30)]
-    )
-    before = ask("kubernetes pods", project, home=home, scope="project")
-    tamper(
-        db,
-        "CREATE VIRTUAL TABLE old_index USING fts5("
-        "title, path, summary, body, tokenize = 'ascii', detail = column)",
-        "INSERT INTO old_index (rowid, title, path, summary, body) "
-        "SELECT rowid, title, path, summary, body FROM search_index",
-        "DROP TABLE search_index",
-        "ALTER TABLE old_index RENAME TO search_index",
-        "UPDATE meta SET value = '1' WHERE key = 'format_version'",
-    )
-    refused = ask("kubernetes pods", project, home=home, scope="project")
-    assert refused["state"] == "error"
+    pages = [
+        page(f"p{i}", f"Kubernetes note {i}", f"caching pods and nodes {i} " * 20)
+        for i in range(30)
+    ]
+    put_pages(db, pages)
+    before = ask("kubernetes cache", project, home=home, scope="project")
+    make_format_2(db)
+    refused = ask("kubernetes cache", project, home=home, scope="project")
+    assert refused["state"] == "unavailable"
     assert refused["error"]["code"] == "unsupported_store_version"
     assert "lwc repair" in refused["error"]["message"]
+    assert refused["nextAction"] == {"command": "lwc repair", "cwd": str(project)}
     with Wiki(db) as wiki:
-        wiki.repair()
-    assert meta(db)["format_version"] == "2"
-    after = ask("kubernetes pods", project, home=home, scope="project")
+        if how == "repair":
+            wiki.repair()
+        else:
+            wiki.set_graph_enabled(True)  # any write command opens (and migrates) the store
+    assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
+    after = ask("kubernetes cache", project, home=home, scope="project")
     assert after["results"] == before["results"]
     assert after["pages"] == before["pages"]
 

@@ -1,11 +1,21 @@
-"""The tokenizer splits, folds, bigrams and dedupes exactly as SPEC §4 says."""
+"""The analyzer splits, folds, stems, pairs CJK and dedupes exactly as SPEC §4 says."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lwc_trio.memory.tokenize import MAX_TERMS, STOP_WORDS, token_spans, tokenize, tokens
+from lwc_trio.memory.tokenize import (
+    MAX_TERMS,
+    STOP_WORDS,
+    QueryTerm,
+    fold,
+    index_terms,
+    query_terms,
+    token_spans,
+    tokenize,
+    tokens,
+)
 
 
 def test_max_terms_is_64() -> None:
@@ -17,7 +27,7 @@ def test_english_words_are_lowercased_alphanumeric_runs() -> None:
     """Punctuation, underscores and hyphens separate words; case folds; digits are words."""
     assert tokenize("Async-Runtime: tokio_rs v2 3.14!") == [
         "async",
-        "runtime",
+        "runtim",
         "tokio",
         "rs",
         "v2",
@@ -28,13 +38,13 @@ def test_english_words_are_lowercased_alphanumeric_runs() -> None:
 
 def test_stop_words_are_dropped() -> None:
     """Stop words never become terms, in any case."""
-    assert tokenize("How does THE scheduler work in an Actor") == ["scheduler", "work", "actor"]
+    assert tokenize("How does THE scheduler work in an Actor") == ["schedul", "work", "actor"]
     assert tokenize("the of and to") == []
     assert {"the", "and", "how", "what"} <= STOP_WORDS
 
 
 def test_cjk_runs_become_adjacent_bigrams() -> None:
-    """A run of CJK characters yields its overlapping bigrams, in order."""
+    """A query's run of CJK characters yields its overlapping bigrams, in order."""
     assert tokenize("机器学习") == ["机器", "器学", "学习"]
     assert tokenize("データベース") == ["デー", "ータ", "タベ", "ベー", "ース"]
     assert tokenize("한국어") == ["한국", "국어"]
@@ -47,7 +57,7 @@ def test_single_cjk_character_is_a_unigram() -> None:
 
 def test_mixed_text_splits_scripts() -> None:
     """CJK next to Latin letters splits into a word and bigrams."""
-    assert tokenize("Rust语言编程guide") == ["rust", "语言", "言编", "编程", "guide"]
+    assert tokenize("Rust语言编程guide") == ["rust", "语言", "言编", "编程", "guid"]
 
 
 def test_terms_are_deduped_in_first_seen_order() -> None:
@@ -68,8 +78,15 @@ def test_64_and_65_distinct_terms() -> None:
 def test_spans_index_the_original_text() -> None:
     """Every span slices the original text to the term (before lowercasing)."""
     text = "Hello 世界 World"
-    spans = list(token_spans(text))
-    assert spans == [("hello", 0, 5), ("世界", 6, 8), ("world", 9, 14)]
+    spans = list(token_spans(text, query=True))
+    assert spans == [("hello", "hello", 0), ("世界", "世界", 6), ("world", "world", 9)]
+    assert [(t, s) for t, _w, s in token_spans(text)] == [
+        ("hello", 0),
+        ("世", 6),
+        ("世界", 6),
+        ("界", 7),
+        ("world", 9),
+    ]
 
 
 @given(st.text(max_size=200))
@@ -80,10 +97,43 @@ def test_tokenize_is_deterministic_and_clean(text: str) -> None:
     assert all(first)
     assert not set(first) & STOP_WORDS
     assert len(first) == len(set(first))
-    assert set(first) == set(tokens(text))
+    # The index also keeps every CJK character of a run the query uses as pairs.
+    assert set(first) <= set(tokens(text))
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
 def test_fast_path_matches_span_path(text: str) -> None:
     """`tokens` (with its no-CJK fast path) always equals the span-based reference."""
-    assert tokens(text) == [term for term, _s, _e in token_spans(text)]
+    assert tokens(text) == [term for term, _w, _s in token_spans(text)]
+
+
+def test_english_stemming_is_the_same_at_write_and_query_time() -> None:
+    """Snowball stems: inflections meet on one term, in queries and in indexed text alike."""
+    assert tokenize("caching") == tokenize("cache") == tokenize("cached") == ["cach"]
+    assert index_terms("Caching caches") == ["cach", "cach"]
+    assert tokenize("deployments deploying") == ["deploy"]
+
+
+def test_accents_fold_to_plain_letters() -> None:
+    """Composed and decomposed accents, ligatures and special letters fold alike."""
+    assert fold("Éclair") == fold("E\u0301clair") == "eclair"
+    assert fold("Straße") == "strasse"
+    assert fold("Øresund") == "oresund"
+    assert tokenize("naïve café") == tokenize("naive cafe") == tokenize("NAI\u0308VE CAFE\u0301")
+    assert fold("ﬁle") == "file"
+
+
+def test_cjk_index_keeps_single_characters_and_pairs() -> None:
+    """Indexed CJK text holds every character and every adjacent pair, so one character matches."""
+    assert index_terms("机器学习") == ["机", "机器", "器", "器学", "学", "学习", "习"]
+    assert tokenize("学") == ["学"]
+    assert set(tokenize("学")) <= set(index_terms("机器学习"))
+    assert set(tokenize("学习")) <= set(index_terms("机器学习"))
+
+
+def test_query_term_frequency_is_counted() -> None:
+    """A repeated word (any inflection) counts once per occurrence, in first-seen order."""
+    assert query_terms("flow Flows wing flow") == [
+        QueryTerm("flow", "flow", 3),
+        QueryTerm("wing", "wing", 1),
+    ]

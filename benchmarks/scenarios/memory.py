@@ -8,7 +8,7 @@ For each wiki size it
    exactly what `lwc page import` does) and reports bulk write pages/s,
 3. starts a real `lwc serve --mcp --path WS` and, over raw JSON lines on stdio, sequentially
    measures for every query: a `ping` round trip, the `lwc_explore` memory-mode round trip,
-   and the raw floor: the engine's BM25 FTS5 statement run directly on the same SQLite file
+   and the raw floor: the engine's BM25F statement run directly on the same SQLite file
    with `sqlite3` in this process,
 4. reads the server's VmRSS (and VmHWM) from /proc/PID/status after the queries.
 
@@ -48,12 +48,11 @@ from benchmarks import procstats
 from benchmarks.fixtures import lwc_argv
 from benchmarks.messages import INITIALIZED, encode, initialize
 from benchmarks.scenarios.memory_corpus import Generator
-from benchmarks.scenarios.memory_floor import FLOOR_SQL, MAX_DOCUMENTS, check_floor_sql, floor_match
+from benchmarks.scenarios.memory_floor import MAX_DOCUMENTS, check_floor_sql, floor_run
 from benchmarks.scenarios.memory_report import evaluate, machine_notes, render
 from benchmarks.stats import median, percentile
 from benchmarks.stdio import StdioClient
 from lwc_trio.memory.store import create_store
-from lwc_trio.memory.tokenize import tokenize
 from lwc_trio.memory.writer import Wiki
 
 
@@ -149,7 +148,7 @@ def bench_size(size: int, n_queries: int, seed: int, tmp: Path, profile: bool) -
         warm = [q for c, q in queries if c == "nohit"][:1] + [q for _c, q in queries[:10]]
         for q in warm:
             server.call("tools/call", explore_params(q, workspace))
-            floor_conn.execute(FLOOR_SQL, (floor_match(floor_conn, tokenize(q)), 32)).fetchall()
+            floor_run(floor_conn, q, MAX_DOCUMENTS * 4)
 
         e2e: list[float] = []
         pings: list[float] = []
@@ -175,16 +174,13 @@ def bench_size(size: int, n_queries: int, seed: int, tmp: Path, profile: bool) -
             results = memory["results"]
             kind = "none" if not results else results[0]["match"]
             hits[f"{cat}:{kind}"] += 1
-            # The floor: the engine's BM25 statement with the engine's MATCH expression.
-            terms = tokenize(q)
-            s0 = time.perf_counter()
-            match = floor_match(floor_conn, terms)
-            s1, u1 = time.perf_counter(), time.thread_time()
-            floor_conn.execute(FLOOR_SQL, (match, MAX_DOCUMENTS * 4)).fetchall()
+            # The floor: the engine's BM25F statement for the query's terms, run alone.
+            s0, u0 = time.perf_counter(), time.thread_time()
+            run_ms = floor_run(floor_conn, q, MAX_DOCUMENTS * 4)
             s2, u2 = time.perf_counter(), time.thread_time()
-            select.append((s1 - s0) * 1000.0)
-            floor.append((s2 - s1) * 1000.0)
-            floor_cpu.append((u2 - u1) * 1000.0)
+            select.append((s2 - s0) * 1000.0 - run_ms)
+            floor.append(run_ms)
+            floor_cpu.append((u2 - u0) * 1000.0)
         server_cpu = server.cpu_s() - server_cpu0
         load_after = os.getloadavg()[0]
         rss_kb, hwm_kb = server.rss_kb()

@@ -398,7 +398,7 @@ def _search(args: argparse.Namespace) -> int:
     refs = [ref for scope in _read_scopes(args) if (ref := _find(scope)) is not None]
     if not refs:
         _require(_read_scopes(args)[0])
-    answers = query_stores(refs, terms, args.limit, threading.Event())
+    answers = query_stores(refs, args.query, args.limit, threading.Event())
     if all(answer.error is not None for answer in answers):
         first = answers[0].error
         assert first is not None

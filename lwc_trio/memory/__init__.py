@@ -1,9 +1,10 @@
 """The memory plane: SQLite Wiki stores, their search engine and the CLI's write API.
 
 Pure synchronous code (never imports trio): the memory-plane worker runs `explore_memory` in a
-thread. Modules: `schema` (format, DDL), `store` (opening, transactions), `tokenize`, `links`,
-`search` + `fuzzy` (ranking), `results` (rows, bodies, caps), `graph`, `discovery`, `engine`
-(the entry point), `writer` and `transfer` (the CLI's write side).
+thread. Modules: `schema` (format, DDL), `store` (opening, transactions), `tokenize` (the
+analyzer), `indexer` (the search index's write side), `links`, `search` + `fuzzy` (ranking),
+`results` (rows, bodies, caps), `graph`, `discovery`, `engine` (the entry point), `writer`
+and `transfer` (the CLI's write side).
 """
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError, WikiError

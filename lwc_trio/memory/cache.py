@@ -12,7 +12,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["RevisionCache"]
+from lwc_trio.exceptions import MemoryCancelled
+
+__all__ = ["BuildOnce", "RevisionCache"]
 
 T = TypeVar("T")
 
@@ -48,3 +50,75 @@ class RevisionCache(Generic[T]):
         """Drop every entry (tests)."""
         with self._lock:
             self._entries.clear()
+
+
+class BuildOnce(Generic[T]):
+    """Per-key values built once, each in a thread of its own, kept for `size` keys.
+
+    A request that needs a value waits for it while its own `cancelled` stays clear. When the
+    request gives up (deadline), the build goes on in its thread and the next request gets
+    the finished value: an expensive per-revision index is paid for once, never abandoned
+    half-way and restarted by every timed-out request. A build that failed is forgotten, so
+    the next request tries again.
+    """
+
+    def __init__(self, size: int, *, name: str = "lwc-build") -> None:
+        self._size = size
+        self._name = name
+        self._entries: OrderedDict[Hashable, _Pending[T]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.builds = 0
+        """How many builds were started (tests)."""
+
+    def get(self, key: Hashable, build: Callable[[], T], cancelled: threading.Event | None) -> T:
+        """The value for `key`; raises `MemoryCancelled` once `cancelled` is set first."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = _Pending()
+                self._entries[key] = entry
+                self.builds += 1
+                threading.Thread(
+                    target=self._run, args=(key, entry, build), name=self._name, daemon=True
+                ).start()
+                self._evict()
+            self._entries.move_to_end(key)
+        while not entry.done.wait(0.01):
+            if cancelled is not None and cancelled.is_set():
+                raise MemoryCancelled()
+        if entry.error is not None:
+            raise entry.error
+        assert entry.value is not None
+        return entry.value
+
+    def _run(self, key: Hashable, entry: _Pending[T], build: Callable[[], T]) -> None:
+        try:
+            entry.value = build()
+        except BaseException as exc:  # handed to the waiting requests
+            entry.error = exc
+            with self._lock:
+                if self._entries.get(key) is entry:
+                    del self._entries[key]
+        finally:
+            entry.done.set()
+
+    def _evict(self) -> None:
+        # Only finished entries go; a build in flight stays until it is done.
+        for key in list(self._entries):
+            if len(self._entries) <= self._size:
+                break
+            if self._entries[key].done.is_set():
+                del self._entries[key]
+
+    def clear(self) -> None:
+        """Drop every finished entry (tests)."""
+        with self._lock:
+            for key in [k for k, e in self._entries.items() if e.done.is_set()]:
+                del self._entries[key]
+
+
+class _Pending(Generic[T]):
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: T | None = None
+        self.error: BaseException | None = None

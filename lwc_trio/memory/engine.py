@@ -17,14 +17,14 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError
-from lwc_trio.memory.cache import RevisionCache
+from lwc_trio.memory.cache import BuildOnce
 from lwc_trio.memory.discovery import (
     StoreRef,
     global_store_at,
     nearest_project_store,
     project_store_above,
 )
-from lwc_trio.memory.fuzzy import FuzzyIndex, build_fuzzy_index
+from lwc_trio.memory.fuzzy import Vocabulary, build_vocabulary
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.pool import Reader, checkin, checkout
 from lwc_trio.memory.results import (
@@ -34,8 +34,15 @@ from lwc_trio.memory.results import (
     read_hits,
 )
 from lwc_trio.memory.search import load_degrees, search_store
-from lwc_trio.memory.store import Interrupted, StoreInfo, begin_read_cookie, translate_error
-from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
+from lwc_trio.memory.store import (
+    Interrupted,
+    StoreInfo,
+    begin_read,
+    begin_read_cookie,
+    open_reader,
+    translate_error,
+)
+from lwc_trio.memory.tokenize import MAX_TERMS, QueryTerm, parse_query
 
 __all__ = [
     "MemoryCancelled",
@@ -51,8 +58,20 @@ _SCOPE_ORDER = {scope: i for i, scope in enumerate(SCOPES)}
 # default 5 s memory deadline so the answer names the real cause.
 BUSY_LIMIT_S = 2.0
 
-_FUZZY: RevisionCache[FuzzyIndex] = RevisionCache(4)
-_DOC_COUNTS: RevisionCache[dict[str, int]] = RevisionCache(4)
+# Store vocabularies for typo correction, one per (path, store_id, store_revision), each read
+# in a thread of its own on its own connection: a request that times out while one is being
+# read leaves it to finish for the next request (SPEC §4 "Typos": cost bounded on any size).
+VOCABULARIES: BuildOnce[Vocabulary] = BuildOnce(4, name="lwc-vocabulary")
+
+
+def load_vocabulary(path: Path) -> Vocabulary:
+    """Read a store's vocabulary on a connection of its own (run by `VOCABULARIES`)."""
+    conn = open_reader(path)
+    try:
+        begin_read(conn)
+        return build_vocabulary(conn)
+    finally:
+        conn.close()
 
 
 @attrs.frozen
@@ -124,11 +143,13 @@ def _answer(
     ref: StoreRef,
     conn: sqlite3.Connection,
     info: StoreInfo,
-    terms: Sequence[str],
+    query: str,
+    parsed: tuple[Sequence[QueryTerm], str],
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
     key = (str(ref.path), info.store_id, info.store_revision)
+    terms, phrase = parsed
     if not terms:
         return StoreAnswer(ref, info, None)
     hits = search_store(
@@ -136,12 +157,12 @@ def _answer(
         terms,
         limit,
         degrees=lambda slugs: load_degrees(conn, slugs),
-        fuzzy_index=lambda: _FUZZY.get_or_build(key, lambda: build_fuzzy_index(conn)),
+        vocabulary=lambda: VOCABULARIES.get(key, lambda: load_vocabulary(ref.path), cancelled),
         cancelled=cancelled,
-        doc_counts=_DOC_COUNTS.get_or_build(key, dict),
+        phrase=phrase,
     )
     _check(cancelled)
-    rows, bodies = read_hits(conn, ref.scope, hits, terms)
+    rows, bodies = read_hits(conn, ref.scope, hits, query)
     slugs = [row.identifier for row in rows if row.doc_type == "page"]
     neighborhood = None
     if slugs and graph_status(info) == "ready":
@@ -152,13 +173,14 @@ def _answer(
 def _read_one(
     ref: StoreRef,
     opened: tuple[Reader, StoreInfo],
-    terms: Sequence[str],
+    query: str,
+    parsed: tuple[Sequence[QueryTerm], str],
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
     reader, info = opened
     try:
-        return _answer(ref, reader.conn, info, terms, limit, cancelled)
+        return _answer(ref, reader.conn, info, query, parsed, limit, cancelled)
     except sqlite3.Error as exc:
         error = translate_error(exc)
         if isinstance(error, Interrupted):
@@ -169,13 +191,18 @@ def _read_one(
 
 
 def query_stores(
-    refs: Sequence[StoreRef], terms: Sequence[str], limit: int, cancelled: threading.Event
+    refs: Sequence[StoreRef],
+    query: str,
+    limit: int,
+    cancelled: threading.Event,
+    parsed: tuple[list[QueryTerm], str] | None = None,
 ) -> list[StoreAnswer]:
     """Read every store in `refs` (project first), each in one read transaction.
 
     A project store with the global store's `store_id` is dropped (read once, as global).
     Raises `MemoryCancelled`; store failures are reported per store, never raised.
     """
+    parsed = parsed or parse_query(query)
     opened: dict[int, tuple[Reader, StoreInfo]] = {}
     failed: dict[int, StoreError] = {}
     try:
@@ -193,7 +220,7 @@ def query_stores(
             if i in failed:
                 answers.append(StoreAnswer(ref, None, failed[i]))
             else:
-                answers.append(_read_one(ref, opened[i], terms, limit, cancelled))
+                answers.append(_read_one(ref, opened[i], query, parsed, limit, cancelled))
         return answers
     finally:
         for reader, _info in opened.values():
@@ -285,8 +312,8 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
     the requested scope, or only a store needing `lwc repair`) with `error` and `nextAction`, or
     `error` when every store failed. Raises `MemoryCancelled` once `cancelled` is set.
     """
-    terms = tokenize(q.query)
-    if len(terms) > MAX_TERMS:
+    parsed = parse_query(q.query)
+    if len(parsed[0]) > MAX_TERMS:
         # The dispatcher refuses these before calling; never run an unbounded query anyway.
         return {
             "state": "error",
@@ -318,13 +345,18 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
             },
             "nextAction": _next_action(scope, q, "init", None),
         }
-    answers = query_stores(refs, terms, q.max_documents, cancelled)
+    answers = query_stores(refs, q.query, q.max_documents, cancelled, parsed)
     if any(answer.error is None for answer in answers):
         return _ready(answers, q.max_documents)
     first = answers[0]
     assert first.error is not None
     error = {"code": first.error.code, "message": first.error.message}
-    if first.error.code == "store_needs_recovery":
+    # An older format (its message names `lwc repair`, as `lwc doctor` reads it too) is
+    # migrated by the CLI: guidance, never results read with the wrong analyzer.
+    migratable = (
+        first.error.code == "unsupported_store_version" and "lwc repair" in first.error.message
+    )
+    if first.error.code == "store_needs_recovery" or migratable:
         return {
             "state": "unavailable",
             "error": error,

@@ -1,112 +1,111 @@
-"""Typo-tolerant fallback over titles and slugs (rapidfuzz), used when lexical search is short.
+"""Typo tolerance: a store's vocabulary and the two fuzzy passes of the search (SPEC §4).
 
-Matching is per term, not per whole string: every query term is compared with the words of a
-document's title (and, for Pages, its slug) that start with the same character, using
-`fuzz.ratio`; a document's score is the mean of its best per-term scores. This finds
-"kubernets deploymnt" → "Kubernetes Deployment" but not "rust" → "Trust boundaries", which
-whole-string partial matching would (typos rarely hit the first letter, and requiring it also
-cuts the comparisons to one bucket of the vocabulary).
+1. **Per-term correction.** A query word whose stem no store document contains is compared
+   with the store's vocabulary (folded words and stems) by optimal-string-alignment distance
+   (an adjacent swap is one edit): at most 1 edit for words of 4–7 characters, 2 from 8 on;
+   shorter words are never corrected (one edit in three letters is another word). The
+   nearest words win, ties broken by document frequency then spelling, so the choice is
+   deterministic; their stems are searched beside the query's own terms.
+2. **Title fill-up.** When fewer than maxDocuments were found, every query word is compared
+   with the vocabulary by `fuzz.ratio` (≥ 80), and documents whose title or path holds such
+   words for most of the query (mean best ratio ≥ 80) fill the list, after every lexical hit.
+
+The vocabulary is read once per store revision, in a thread of its own (`cache.BuildOnce`),
+so its cost is paid once however many requests need it, even when the first one times out.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 
 import attrs
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
-from lwc_trio.exceptions import MemoryCancelled
-from lwc_trio.memory.tokenize import tokens
+__all__ = [
+    "MAX_CORRECTIONS",
+    "MIN_FUZZY_TERM",
+    "TITLE_CUTOFF",
+    "Vocabulary",
+    "build_vocabulary",
+    "max_edits",
+    "near_words",
+    "similar_words",
+]
 
-__all__ = ["FUZZY_DOC_CUTOFF", "FuzzyIndex", "build_fuzzy_index", "fuzzy_matches"]
-
-# A term shorter than this only matches exactly: one edit in three letters is another word.
 MIN_FUZZY_TERM = 4
-# fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80.
-TERM_CUTOFF = 80.0
-FUZZY_DOC_CUTOFF = 80.0
+TITLE_CUTOFF = 80.0
+"""fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80."""
+MAX_CORRECTIONS = 3
+"""At most this many vocabulary terms stand in for one unknown query word."""
 
 
-@attrs.frozen
-class FuzzyIndex:
-    """Title/slug words of one store revision and the documents that contain each."""
-
-    docs: tuple[tuple[str, str], ...]  # (doc_type, identifier)
-    vocab: tuple[str, ...]
-    postings: tuple[tuple[int, ...], ...]  # vocab position -> doc positions
-    positions: dict[str, int] = attrs.field(eq=False)
-    # first character -> (words, their vocab positions)
-    buckets: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = attrs.field(eq=False)
+def max_edits(word: str) -> int:
+    """Edits allowed when correcting `word` (0: too short to correct)."""
+    n = len(word)
+    return 0 if n < MIN_FUZZY_TERM else 1 if n <= 7 else 2
 
 
-def build_fuzzy_index(conn: sqlite3.Connection) -> FuzzyIndex:
-    """Read every Page title/slug and Source title (inside the caller's read transaction)."""
-    docs: list[tuple[str, str]] = []
-    words: dict[str, set[int]] = {}
-    rows = conn.execute(
-        "SELECT 'page', slug, title || ' ' || slug FROM pages "
-        "UNION ALL SELECT 'source', id, title FROM sources ORDER BY 1, 2"
-    )
-    for doc_type, ident, text in rows:
-        position = len(docs)
-        docs.append((doc_type, ident))
-        for word in tokens(text):
-            words.setdefault(word, set()).add(position)
-    vocab = tuple(sorted(words))
-    grouped: dict[str, list[int]] = {}
-    for i, word in enumerate(vocab):
-        grouped.setdefault(word[0], []).append(i)
-    return FuzzyIndex(
-        docs=tuple(docs),
-        vocab=vocab,
-        postings=tuple(tuple(sorted(words[word])) for word in vocab),
-        positions={word: i for i, word in enumerate(vocab)},
-        buckets={
-            first: (tuple(vocab[i] for i in members), tuple(members))
-            for first, members in grouped.items()
-        },
-    )
+@attrs.frozen(eq=False)
+class Vocabulary:
+    """Every folded word (and stem) of one store revision, bucketed by length."""
+
+    stems: dict[str, str]  # word -> its stem (a stem maps to itself)
+    by_length: dict[int, tuple[str, ...]]  # length -> words, sorted
+
+    def __len__(self) -> int:
+        return len(self.stems)
 
 
-def _term_hits(index: FuzzyIndex, term: str) -> list[tuple[int, float]]:
-    if len(term) < MIN_FUZZY_TERM:
-        exact = index.positions.get(term)
-        return [] if exact is None else [(exact, 100.0)]
-    words, positions = index.buckets.get(term[0], ((), ()))
-    found = process.extract(term, words, scorer=fuzz.ratio, score_cutoff=TERM_CUTOFF, limit=None)
-    return [(positions[i], float(score)) for _word, score, i in found]
+def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
+    """Read the vocabulary inside the caller's read transaction."""
+    stems: dict[str, str] = {}
+    for word, term in conn.execute(
+        "SELECT term, term FROM search_terms UNION ALL SELECT word, term FROM search_words"
+    ):
+        if isinstance(word, str) and isinstance(term, str) and len(word) >= MIN_FUZZY_TERM - 1:
+            stems.setdefault(word, term)
+    buckets: dict[int, list[str]] = {}
+    for word in stems:
+        buckets.setdefault(len(word), []).append(word)
+    return Vocabulary(stems, {n: tuple(sorted(words)) for n, words in buckets.items()})
 
 
-def fuzzy_matches(
-    index: FuzzyIndex,
-    terms: Sequence[str],
-    *,
-    exclude: set[tuple[str, str]],
-    limit: int,
-    cancelled: threading.Event | None = None,
-) -> list[tuple[str, str, float]]:
-    """Up to `limit` `(doc_type, identifier, score)` not in `exclude`, best first.
+def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str, str]]:
+    """`(distance, word, stem)` of vocabulary words within `edits` of `word`, nearest first."""
+    found: list[tuple[int, str, str]] = []
+    for n in range(len(word) - edits, len(word) + edits + 1):
+        words = vocab.by_length.get(n, ())
+        for candidate, distance, _i in process.extract(
+            word, words, scorer=OSA.distance, score_cutoff=edits, limit=None
+        ):
+            found.append((int(distance), candidate, vocab.stems[candidate]))
+    found.sort()
+    return found
 
-    `score` is 0-100; ties are broken by type then identifier, so the result is deterministic.
-    Raises `MemoryCancelled` when `cancelled` is set between terms.
-    """
-    if not terms or limit <= 0 or not index.docs:
-        return []
-    best: dict[int, list[float]] = {}
-    for i, term in enumerate(terms):
-        if cancelled is not None and cancelled.is_set():
-            raise MemoryCancelled()
-        for position, score in _term_hits(index, term):
-            for doc in index.postings[position]:
-                scores = best.setdefault(doc, [0.0] * len(terms))
-                scores[i] = max(scores[i], score)
-    ranked: list[tuple[str, str, float]] = []
-    for doc, scores in best.items():
-        total = sum(scores) / len(terms)
-        key = index.docs[doc]
-        if total >= FUZZY_DOC_CUTOFF and key not in exclude:
-            ranked.append((key[0], key[1], total))
-    ranked.sort(key=lambda item: (-item[2], item[0] != "page", item[1]))
-    return ranked[:limit]
+
+def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
+    """`(ratio, word, stem)` of vocabulary words with `fuzz.ratio` ≥ `TITLE_CUTOFF`."""
+    if len(word) < MIN_FUZZY_TERM:
+        stem = vocab.stems.get(word)
+        return [] if stem is None else [(100.0, word, stem)]
+    # ratio = 100 (1 - indel / (a + b)) ≥ 80 needs the lengths within a factor of 1.5.
+    low, high = (2 * len(word) + 2) // 3, (3 * len(word)) // 2
+    found: list[tuple[float, str, str]] = []
+    for n in range(low, high + 1):
+        for candidate, ratio, _i in process.extract(
+            word, vocab.by_length.get(n, ()), scorer=fuzz.ratio,
+            score_cutoff=TITLE_CUTOFF, limit=None,
+        ):  # fmt: skip
+            found.append((float(ratio), candidate, vocab.stems[candidate]))
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return found
+
+
+def best_by_stem(found: Sequence[tuple[float, str, str]]) -> dict[str, float]:
+    """The best ratio per stem."""
+    best: dict[str, float] = {}
+    for ratio, _word, stem in found:
+        best[stem] = max(best.get(stem, 0.0), ratio)
+    return best

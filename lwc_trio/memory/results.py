@@ -14,9 +14,10 @@ from typing import Any
 
 import attrs
 
+from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
-from lwc_trio.memory.tokenize import is_cjk, token_spans
+from lwc_trio.memory.tokenize import is_cjk
 
 __all__ = [
     "PAGES_TOTAL_CAP",
@@ -26,20 +27,20 @@ __all__ = [
     "ResultRow",
     "cap_pages",
     "make_snippet",
+    "query_pattern",
     "read_hits",
 ]
 
 SNIPPET_MAX = 180
-# Only the head of a document is scanned for the snippet: a 64 MiB Source is never read whole
-# for a query. A match further in falls back to the document's start.
-SNIPPET_SCAN = 20_000
-SNIPPET_LEAD = 40
+SNIPPET_LEAD = 60
+"""Characters of context kept before the match (as LWC), to the next word boundary."""
 PAGE_BODY_CAP = 15_000
 _HEAD = max(SNIPPET_SCAN, PAGE_BODY_CAP)
 """Characters of a Page body read once for both its snippet and its `pages` entry."""
 PAGES_TOTAL_CAP = 60_000
 
 _SPACE = re.compile(r"\s+")
+_QUERY_WORD = re.compile(r"[^\W_]+")
 _ELLIPSIS = "…"
 
 
@@ -117,47 +118,68 @@ class PageBody:
         }
 
 
-def _scan_from(text: str, wanted: set[str]) -> int | None:
-    """Where the token scan for `wanted` may start, or None when no term can occur.
+def _in_word(char: str) -> bool:
+    return char.isalnum() and not is_cjk(char)
 
-    Every occurrence of a term as a token is also a substring of `text.lower()`, so nothing
-    before the earliest substring hit (backed up to the start of its run) can match. Most
-    result texts match in the title only: this skips scanning up to `SNIPPET_SCAN`
-    characters of body for nothing.
-    """
-    low = text.lower()
-    if len(low) != len(text):  # lowercasing moved indexes (rare): scan everything
-        return 0
-    hits = [i for i in (low.find(term) for term in wanted) if i >= 0]
-    if not hits:
+
+def query_pattern(query: str) -> re.Pattern[str] | None:
+    """The whole query's words in a row (any separators), matched on lowercased text; None
+    for a one-word query. It starts with a literal, so `re` scans for it quickly."""
+    words = _QUERY_WORD.findall(query.lower())
+    if len(words) < 2:
         return None
-    start = min(hits)
-    while start > 0 and (text[start - 1].isalnum() or is_cjk(text[start - 1])):
-        start -= 1
-    return start
+    return re.compile(r"\W+".join(re.escape(word) for word in words))
 
 
-def make_snippet(text: str, terms: Sequence[str]) -> str:
-    """At most `SNIPPET_MAX` characters of `text` around the first query term, one line."""
+def _whole_match(text: str, whole: re.Pattern[str]) -> int:
+    """Start of the first whole-word match of `whole` in `text`, or -1."""
+    low = text.lower()
+    if len(low) != len(text):  # lowercasing moved indexes (rare): no whole-query window
+        return -1
+    pos = 0
+    while (found := whole.search(low, pos)) is not None:
+        start, end = found.span()
+        if (start == 0 or not _in_word(low[start - 1])) and (
+            end == len(low) or not _in_word(low[end])
+        ):
+            return start
+        pos = start + 1
+    return -1
+
+
+def make_snippet(text: str, at: int, whole: re.Pattern[str] | None = None) -> str:
+    """At most `SNIPPET_MAX` characters of `text` around a match, on one line.
+
+    The window starts about `SNIPPET_LEAD` characters before the first match of the whole
+    query (`whole`), else before `at` (the first matching term, stored at write time; -1:
+    none, start of text), on a word boundary; `…` marks each side that was cut.
+    """
     text = text[:SNIPPET_SCAN]
-    wanted = set(terms)
+    if whole is not None:
+        start = _whole_match(text, whole)
+        at = start if start >= 0 else at
     lead = 0
-    origin = _scan_from(text, wanted)
-    for term, rel_start, _end in () if origin is None else token_spans(text[origin:]):
-        start = rel_start + (origin or 0)
-        if term in wanted:
-            lead = max(0, start - SNIPPET_LEAD)
-            if lead > 0:
-                # Start on a word boundary when there is one close before the match.
-                space = max(text.rfind(" ", lead, start), text.rfind("\n", lead, start))
-                lead = space + 1 if space >= 0 else lead
-            break
+    if 0 < at <= len(text):
+        lead = max(0, at - SNIPPET_LEAD)
+        # Start at a word boundary: skip the rest of a word the cut fell into (CJK
+        # characters are words of their own), then the separators after it.
+        while 0 < lead < at and _in_word(text[lead - 1]) and _in_word(text[lead]):
+            lead += 1
+        while 0 < lead < at and text[lead].isspace():
+            lead += 1
     window = text[lead : lead + 4 * SNIPPET_MAX]
-    flat = _SPACE.sub(" ", window).strip()
+    flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
     budget = SNIPPET_MAX - len(prefix)
     if len(flat) > budget or lead + len(window) < len(text):
-        flat = flat[: budget - 1].rstrip() + _ELLIPSIS
+        room = budget - 1
+        piece = flat[:room]
+        if len(flat) > room and not flat[room].isspace():
+            cut = piece.rfind(" ")
+            # Cut at the last word boundary unless that loses most of the window (CJK).
+            if cut > room - SNIPPET_LEAD:
+                piece = piece[:cut]
+        flat = piece.rstrip() + _ELLIPSIS
     return prefix + flat
 
 
@@ -178,7 +200,7 @@ def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tup
 
 
 def read_hits(
-    conn: sqlite3.Connection, scope: str, hits: Sequence[Hit], terms: Sequence[str]
+    conn: sqlite3.Connection, scope: str, hits: Sequence[Hit], query: str
 ) -> tuple[list[ResultRow], dict[str, PageBody]]:
     """Result rows for `hits` (same order) and the bodies of their Pages.
 
@@ -206,17 +228,18 @@ def read_hits(
     found = [slug for slug in slugs if slug in pages]
     provenance = _provenance(conn, found)
     links = _links(conn, found)
+    whole = query_pattern(query)
     rows: list[ResultRow] = []
     bodies: dict[str, PageBody] = {}
     for hit in hits:
         if hit.doc_type == "page" and hit.identifier in pages:
             slug = hit.identifier
             title, kind, summary, head, length, updated = pages[slug]
-            snippet_text = head[:SNIPPET_SCAN] if head.strip() else (summary or "")
+            snippet = make_snippet(snippet_text(head, summary), hit.snippet_at, whole)
             rows.append(
                 ResultRow(
                     scope, "page", slug, title, kind, summary, provenance[slug],
-                    make_snippet(snippet_text, terms), hit.rank, hit.match, updated,
+                    snippet, hit.rank, hit.match, updated,
                 )
             )  # fmt: skip
             bodies[slug] = PageBody(
@@ -228,7 +251,7 @@ def read_hits(
             rows.append(
                 ResultRow(
                     scope, "source", hit.identifier, title, None, None, None,
-                    make_snippet(head, terms), hit.rank, hit.match, created,
+                    make_snippet(head, hit.snippet_at, whole), hit.rank, hit.match, created,
                 )
             )  # fmt: skip
     return rows, bodies

@@ -1,7 +1,7 @@
 """The store format: DDL, format_version, migrations and the schema check readers run first.
 
-A store is one SQLite file. The core tables keep LWC's shape (SPEC §4); `search_docs` and the
-FTS5 table `search_index` are the search index the CLI maintains; `graph_related` is the
+A store is one SQLite file. The core tables keep LWC's shape (SPEC §4); the `search_*` tables
+are the search index the CLI maintains; `graph_related` is the
 document-graph projection written by `lwc graph build`.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
+from collections.abc import Callable
 
 from lwc_trio.exceptions import StoreError
 
@@ -17,25 +18,67 @@ __all__ = [
     "DDL",
     "FORMAT_VERSION",
     "MIGRATIONS",
+    "SEARCH_DDL",
     "SQLITE_HEADER",
     "check_header",
     "check_schema",
     "expected_schema",
 ]
 
-FORMAT_VERSION = 2
-"""Bumped whenever the DDL, the tokenizer or the meaning of a stored value changes."""
+FORMAT_VERSION = 3
+"""Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-# Search text is pre-tokenized by `lwc_trio.memory.tokenize` (terms joined by spaces), so the
-# FTS5 `ascii` tokenizer only has to split on spaces: every non-ASCII character is a token
-# character for it, which keeps CJK bigrams and accented words intact. `detail=full` (format 2):
-# with `detail=column` FTS5 had to score every document holding a term (~11 us each, 16 ms a
-# query at 10,000 pages); full position lists cut that to ~1.4 ms for ~7 % more disk.
-SEARCH_INDEX_DDL = """CREATE VIRTUAL TABLE search_index USING fts5(
-    title, path, summary, body, tokenize = 'ascii', detail = full
-)"""
+# The search index (format 3) is plain tables the CLI maintains with the analyzer of
+# `lwc_trio.memory.tokenize` (folded, stemmed terms; CJK characters and pairs):
+# - `search_docs`: one row per Page or Source, with what the ranking needs per candidate
+#   already worked out at write time (title and path terms, the generic flag) and the
+#   document's distinct terms (so a rewrite can remove its postings);
+# - `search_terms`: every term with its document frequency;
+# - `search_postings`: per term and document, its count in the title and the path (the
+#   fuzzy title fill-up), its counts in all fields weighted by `indexer.FIELD_WEIGHTS` (what
+#   BM25F reads), the document's length in terms and where the term first occurs in the
+#   snippet text (-1: not there), so neither ranking nor snippets re-analyze text per query;
+# - `search_words`: folded words whose stem differs from the word (typo correction compares
+#   what people type with words, not stems);
+# - `search_stats`: `docs` and `length` (sum of document lengths) for BM25.
+# Format 2 used FTS5, whose bm25() floors the IDF of a term in half the documents at 1e-6
+# (SPEC §4 forbids that) and cannot take query term weights.
+SEARCH_DDL: tuple[str, ...] = (
+    """CREATE TABLE search_docs (
+    doc_id INTEGER PRIMARY KEY,
+    doc_type TEXT NOT NULL,
+    ident TEXT NOT NULL,
+    title_terms TEXT NOT NULL,
+    path_terms TEXT NOT NULL,
+    generic INTEGER NOT NULL,
+    terms TEXT NOT NULL,
+    UNIQUE (doc_type, ident)
+)""",
+    """CREATE TABLE search_terms (
+    term TEXT PRIMARY KEY NOT NULL,
+    df INTEGER NOT NULL
+) WITHOUT ROWID""",
+    """CREATE TABLE search_postings (
+    term TEXT NOT NULL,
+    doc_id INTEGER NOT NULL,
+    tt INTEGER NOT NULL,
+    tp INTEGER NOT NULL,
+    tw INTEGER NOT NULL,
+    dl INTEGER NOT NULL,
+    first INTEGER NOT NULL,
+    PRIMARY KEY (term, doc_id)
+) WITHOUT ROWID""",
+    """CREATE TABLE search_words (
+    word TEXT PRIMARY KEY NOT NULL,
+    term TEXT NOT NULL
+) WITHOUT ROWID""",
+    """CREATE TABLE search_stats (
+    key TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL
+) WITHOUT ROWID""",
+)
 
 DDL: tuple[str, ...] = (
     """CREATE TABLE meta (
@@ -76,13 +119,7 @@ DDL: tuple[str, ...] = (
     PRIMARY KEY (from_slug, to_slug)
 ) WITHOUT ROWID""",
     "CREATE INDEX links_by_target ON links (to_slug, from_slug)",
-    """CREATE TABLE search_docs (
-    doc_id INTEGER PRIMARY KEY,
-    doc_type TEXT NOT NULL,
-    ident TEXT NOT NULL,
-    UNIQUE (doc_type, ident)
-)""",
-    SEARCH_INDEX_DDL,
+    *SEARCH_DDL,
     """CREATE TABLE graph_related (
     slug TEXT NOT NULL,
     related_slug TEXT NOT NULL,
@@ -91,25 +128,33 @@ DDL: tuple[str, ...] = (
 ) WITHOUT ROWID""",
 )
 
-# from_version -> statements that bring a store to from_version + 1. Applied by the writer (any
-# write command and `lwc repair`) inside one transaction; readers never migrate.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # 1 -> 2: the search index moves from detail=column to detail=full, same rows and rowids.
-    # Rebuilt under its own name (a RENAME would rewrite the stored DDL the schema check reads).
-    1: (
-        """CREATE TEMP TABLE search_index_copy AS
-    SELECT rowid AS doc_rowid, title, path, summary, body FROM search_index""",
+
+def _rebuild_search_index(conn: sqlite3.Connection) -> None:
+    # Imported here: the indexer needs the analyzer, which schema checks never do.
+    from lwc_trio.memory.indexer import reindex_all
+
+    reindex_all(conn)
+
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+# from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
+# run on the writer's connection. Applied by the writer (any write command and `lwc repair`)
+# inside one transaction, so a crash leaves the old format intact; readers never migrate.
+MIGRATIONS: dict[int, tuple[Migration, ...]] = {
+    # 1 -> 2 only changed the FTS5 index's detail level; 2 -> 3 drops that index anyway.
+    1: (),
+    # 2 -> 3: the FTS5 index gives way to the plain-table index, rebuilt from pages and
+    # sources with the format-3 analyzer (stemming, accent folding, CJK characters).
+    2: (
         "DROP TABLE search_index",
-        SEARCH_INDEX_DDL,
-        """INSERT INTO search_index (rowid, title, path, summary, body)
-    SELECT doc_rowid, title, path, summary, body FROM search_index_copy""",
-        "DROP TABLE search_index_copy",
+        "DROP TABLE search_docs",
+        *SEARCH_DDL,
+        _rebuild_search_index,
     ),
 }
 
-# FTS5 generates its shadow tables itself; their DDL may differ between SQLite versions, so only
-# their presence and type are compared.
-_SHADOW_PREFIX = "search_index_"
+# Format 3 has no virtual table, hence no shadow tables: every object's SQL is compared.
 _SPACE = re.compile(r"\s+")
 
 
@@ -128,8 +173,7 @@ def _schema_rows(conn: sqlite3.Connection) -> set[SchemaRow]:
             raise StoreError("store_corrupt", "the store's schema table is malformed")
         if not (sql is None or isinstance(sql, str)):
             raise StoreError("store_corrupt", "the store's schema table is malformed")
-        shadow = name.startswith(_SHADOW_PREFIX)
-        result.add((kind, name, table, None if shadow else _normalize(sql)))
+        result.add((kind, name, table, _normalize(sql)))
     return result
 
 

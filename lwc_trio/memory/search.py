@@ -1,14 +1,20 @@
-"""Deterministic "auto" search inside one store's read transaction (SPEC §4).
+"""Deterministic "auto" search inside one store's read transaction (SPEC §4 "Search").
 
-1. BM25 over the pre-tokenized fields, weights title 8, path 6, summary 4, body 1, taking
-   4 × limit candidates (FTS5's bm25() is negative: lower is better, like `rank`).
-2. Lexical adjustments: a title or path equal to (or containing) the whole query pulls a
-   document up; generic pages (index, overview, readme, toc) are pushed down unless the query
-   asks for them.
-3. A Source cited by a matching `kind=source` Page is hidden (the Page summarizes it).
-4. A small link-graph rerank: Pages many others link to move up a little.
-5. When fewer than `limit` lexical hits remain, a rapidfuzz pass over titles and slugs adds
-   typo-tolerant matches with ranks >= 0, so they always follow every lexical hit.
+1. **BM25F** over the analyzed fields (title, path, summary, body; `indexer.FIELD_WEIGHTS`)
+   of every document holding any query term: no term is ever dropped. IDF is
+   log(1 + (N − n + 0.5)/(n + 0.5)), positive for every term, so a term in most documents of
+   a small store still counts. A term repeated in the query weighs more (query term
+   frequency). Scored by one SQL statement over `search_postings`.
+2. **Typo correction**: a query word no document contains is searched as its nearest
+   vocabulary words too (`fuzzy.py`); a document found only through such words is
+   `"match": "fuzzy"`.
+3. **Adjustments** on the best `CANDIDATE_FACTOR × limit`: a title or path equal to (or
+   containing) the whole query pulls a document up; generic pages (index, overview, readme,
+   toc, contents) are pushed down unless the query asks for them; a small link-graph boost.
+   Everything they need was stored at write time (`indexer.py`): no text is analyzed here.
+4. A Source cited by a matching `kind=source` Page is hidden (the Page summarizes it).
+5. **Title fill-up**: when fewer than `limit` remain, documents whose title or path matches
+   the query by `fuzz.ratio` follow, with ranks ≥ 0 (after every lexical hit).
 """
 
 from __future__ import annotations
@@ -17,35 +23,54 @@ import math
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import PurePosixPath
 
 import attrs
 
-from lwc_trio.memory.fuzzy import FuzzyIndex, fuzzy_matches
-from lwc_trio.memory.tokenize import tokens
+from lwc_trio.exceptions import MemoryCancelled
+from lwc_trio.memory.fuzzy import (
+    MAX_CORRECTIONS,
+    TITLE_CUTOFF,
+    Vocabulary,
+    best_by_stem,
+    max_edits,
+    near_words,
+    similar_words,
+)
+from lwc_trio.memory.indexer import GENERIC_TERMS
+from lwc_trio.memory.tokenize import QueryTerm
 
 __all__ = [
-    "BM25_WEIGHTS",
     "CANDIDATE_FACTOR",
+    "DEFAULT_RANKING",
     "Hit",
-    "fts_query",
+    "Ranking",
+    "floor_statement",
+    "idf",
     "load_degrees",
     "search_store",
 ]
 
-BM25_WEIGHTS = (8.0, 6.0, 4.0, 1.0)  # title, path, summary, body
 CANDIDATE_FACTOR = 4
-
-TITLE_EXACT, TITLE_PHRASE = 2.0, 1.5
-PATH_EXACT, PATH_PHRASE = 1.5, 1.25
-GENERIC_PENALTY = 0.5
 # Inbound-link boost: 1 + LINK_BOOST * log2(1 + min(degree, LINK_CAP)); at most +20 %.
 LINK_BOOST, LINK_CAP = 0.05, 15
 
-_GENERIC_FORMS = frozenset(
-    {("index",), ("overview",), ("readme",), ("toc",), ("contents",), ("table", "contents")}
-)
-_GENERIC_TERMS = frozenset({"index", "overview", "readme", "toc", "contents"})
+
+@attrs.frozen
+class Ranking:
+    """The ranking's constants; the defaults were tuned on Cranfield (docs/memory.md)."""
+
+    k1: float = 1.8
+    b: float = 0.75
+    title_exact: float = 2.0
+    title_phrase: float = 1.5
+    path_exact: float = 1.5
+    path_phrase: float = 1.25
+    generic_penalty: float = 0.5
+    correction_weight: float = 0.8
+    query_tf: bool = True
+
+
+DEFAULT_RANKING = Ranking()
 
 
 @attrs.frozen
@@ -56,40 +81,16 @@ class Hit:
     identifier: str
     rank: float
     match: str  # "lexical" | "fuzzy"
+    snippet_at: int = -1  # first match in the snippet text, -1 when none
 
     def sort_key(self) -> tuple[float, int, str]:
         """Rank, then Pages before Sources, then identifier."""
         return (self.rank, 0 if self.doc_type == "page" else 1, self.identifier)
 
 
-def fts_query(terms: Sequence[str]) -> str:
-    """An FTS5 MATCH expression: any of the terms, each quoted (terms never contain `"`)."""
-    return " OR ".join(f'"{term}"' for term in terms)
-
-
-def _contains_run(words: Sequence[str], run: Sequence[str]) -> bool:
-    n = len(run)
-    return any(list(words[i : i + n]) == list(run) for i in range(len(words) - n + 1))
-
-
-def _adjustment(
-    title: str, path: str, name: str, terms: Sequence[str], wants_generic: bool
-) -> float:
-    """The multiplier for a BM25 score; > 1 pulls a document up (scores are negative)."""
-    factor = 1.0
-    title_words, path_words = tokens(title), tokens(path)
-    if title_words == list(terms):
-        factor *= TITLE_EXACT
-    elif _contains_run(title_words, terms):
-        factor *= TITLE_PHRASE
-    if path_words == list(terms):
-        factor *= PATH_EXACT
-    elif _contains_run(path_words, terms):
-        factor *= PATH_PHRASE
-    generic = tuple(tokens(name)) in _GENERIC_FORMS or tuple(title_words) in _GENERIC_FORMS
-    if generic and not wants_generic:
-        factor *= GENERIC_PENALTY
-    return factor
+def idf(docs: int, df: int) -> float:
+    """BM25's IDF without the collapse: positive for any df ≤ N."""
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
 
 
 def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
@@ -100,156 +101,348 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-DOC_COUNTS_LIMIT = 4096
-"""Most document counts one store revision remembers (a long session asks many terms)."""
+def _check(cancelled: threading.Event | None) -> None:
+    if cancelled is not None and cancelled.is_set():
+        raise MemoryCancelled()
 
 
-def selective_terms(
-    conn: sqlite3.Connection, terms: Sequence[str], doc_counts: dict[str, int] | None = None
-) -> list[str]:
-    """The terms worth matching on: those in fewer than half of the documents.
-
-    FTS5's BM25 floors the IDF of a term found in at least half of the documents at 1e-6, so
-    such a term cannot change the order of documents that match anything rarer, yet matching
-    it makes SQLite score nearly every row. When every term is that common, all are kept.
-    Counting a term's documents walks only its posting list, a small fraction of scoring it.
-    `doc_counts` remembers the counts (key `""` is the total) for one store revision.
-    """
-    if len(terms) < 2:
-        return list(terms)
-    memo: dict[str, int] = {} if doc_counts is None else doc_counts
-
-    def count(key: str, sql: str, *params: str) -> int:
-        value = memo.get(key)
-        if value is None:
-            value = int(conn.execute(sql, params).fetchone()[0])
-            if len(memo) < DOC_COUNTS_LIMIT:
-                memo[key] = value
-        return value
-
-    total = count("", "SELECT count(*) FROM search_docs")
-    match = "SELECT count(*) FROM search_index WHERE search_index MATCH ?"
-    selective = [term for term in terms if 2 * count(term, match, fts_query([term])) < total]
-    return selective or list(terms)
+def _stats(conn: sqlite3.Connection) -> tuple[int, int]:
+    values = dict(conn.execute("SELECT key, value FROM search_stats").fetchall())
+    docs, length = values.get("docs", 0), values.get("length", 0)
+    if not (isinstance(docs, int) and isinstance(length, int)) or docs < 0 or length < 0:
+        raise sqlite3.DatabaseError("search_stats holds invalid values")
+    return docs, length
 
 
-def _lexical(
-    conn: sqlite3.Connection,
-    terms: Sequence[str],
+def _doc_freqs(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for chunk in _chunks(list(dict.fromkeys(terms))):
+        rows = conn.execute(
+            f"SELECT term, df FROM search_terms WHERE term IN ({_marks(len(chunk))})", chunk
+        )
+        found.update((term, df) for term, df in rows if isinstance(df, int) and df > 0)
+    return found
+
+
+def _corrections(conn: sqlite3.Connection, vocab: Vocabulary, word: str) -> list[tuple[str, int]]:
+    """`(stem, df)` standing in for an unknown query word: the nearest words' stems."""
+    near = near_words(vocab, word, max_edits(word))
+    if not near:
+        return []
+    dfs = _doc_freqs(conn, [stem for _d, _w, stem in near])
+    live = [(d, -dfs[stem], w, stem) for d, w, stem in near if stem in dfs]
+    if not live:
+        return []
+    nearest = min(d for d, _n, _w, _s in live)
+    chosen: dict[str, int] = {}
+    for d, neg_df, _w, stem in sorted(live):
+        if d == nearest and stem not in chosen and len(chosen) < MAX_CORRECTIONS:
+            chosen[stem] = -neg_df
+    return list(chosen.items())
+
+
+# BM25F: `p.tw` is the field-weighted count (indexer.FIELD_WEIGHTS), `:k` is k1 (1 − b) and
+# `:kb` k1 b / avgdl, and `q.w` carries IDF × query tf × (k1 + 1).
+_SCORE_SQL = """WITH q(term, w{exact_col}) AS (VALUES {rows})
+SELECT p.doc_id, SUM(q.w * p.tw / (p.tw + :k + :kb * p.dl)) AS score{exact_agg}
+FROM q JOIN search_postings AS p ON p.term = q.term
+GROUP BY p.doc_id
+ORDER BY score DESC, p.doc_id
+LIMIT :limit"""
+
+
+def score_statement(
+    weighted: Sequence[tuple[str, float, int]],
+    docs: int,
+    length: int,
+    ranking: Ranking,
     limit: int,
-    doc_counts: dict[str, int] | None = None,
-) -> list[tuple[str, str, float]]:
-    terms = selective_terms(conn, terms, doc_counts)
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+) -> tuple[str, dict[str, object]]:
+    """The BM25F statement and its parameters for `(term, weight, exact)` rows.
+
+    `exact` (a query term of its own matched, not only a correction) is aggregated only
+    when corrections take part: the extra aggregate costs ~40 % on long queries.
+    """
+    corrected = any(not exact for _t, _w, exact in weighted)
+    params: dict[str, object] = {}
+    rows = []
+    for i, (term, weight, exact) in enumerate(weighted):
+        params[f"t{i}"], params[f"w{i}"] = term, weight
+        if corrected:
+            params[f"e{i}"] = exact
+            rows.append(f"(:t{i}, :w{i}, :e{i})")
+        else:
+            rows.append(f"(:t{i}, :w{i})")
+    avgdl = max(length / docs, 1.0)
+    params.update(limit=limit, k=ranking.k1 * (1.0 - ranking.b), kb=ranking.k1 * ranking.b / avgdl)
+    sql = _SCORE_SQL.format(
+        rows=", ".join(rows),
+        exact_col=", exact" if corrected else "",
+        exact_agg=", MAX(q.exact)" if corrected else ", 1",
+    )
+    return sql, params
+
+
+def _score(
+    conn: sqlite3.Connection,
+    weighted: Sequence[tuple[str, float, int]],
+    docs: int,
+    length: int,
+    ranking: Ranking,
+    limit: int,
+) -> list[tuple[int, float, bool]]:
+    """`(doc_id, score, exact)` of the best `limit` documents (score > 0)."""
+    sql, params = score_statement(weighted, docs, length, ranking, limit)
+    out: list[tuple[int, float, bool]] = []
+    for doc_id, score, exact in conn.execute(sql, params):
+        if not isinstance(score, float) or not math.isfinite(score):
+            raise sqlite3.DatabaseError("the search index holds invalid counts")
+        out.append((int(doc_id), score, bool(exact)))
+    return out
+
+
+def query_weights(
+    conn: sqlite3.Connection, query: Sequence[QueryTerm], docs: int, ranking: Ranking
+) -> list[tuple[str, float, int]]:
+    """`(term, weight, exact=1)` for the query terms the store holds (no corrections)."""
+    known = _doc_freqs(conn, [qt.term for qt in query])
+    k1p = ranking.k1 + 1.0
+    return [
+        (qt.term, idf(docs, known[qt.term]) * (qt.count if ranking.query_tf else 1) * k1p, 1)
+        for qt in query
+        if qt.term in known
+    ]
+
+
+def floor_statement(
+    conn: sqlite3.Connection, query: Sequence[QueryTerm], limit: int
+) -> tuple[str, dict[str, object]] | None:
+    """The scoring statement a query without typos runs (benchmarks time it alone)."""
+    docs, length = _stats(conn)
+    weighted = query_weights(conn, query, docs, DEFAULT_RANKING) if docs else []
+    if not weighted:
+        return None
+    return score_statement(weighted, docs, length, DEFAULT_RANKING, limit)
+
+
+def _first_offsets(
+    conn: sqlite3.Connection, doc_ids: Sequence[int], terms: Sequence[str]
+) -> dict[int, int]:
+    """Where the first of `terms` occurs in each document's snippet text (point lookups)."""
+    if not doc_ids or not terms:
+        return {}
     rows = conn.execute(
-        f"SELECT d.doc_type, d.ident, bm25(search_index, {weights}) AS score "
-        "FROM search_index JOIN search_docs AS d ON d.doc_id = search_index.rowid "
-        "WHERE search_index MATCH ? ORDER BY score, d.doc_type, d.ident LIMIT ?",
-        (fts_query(terms), limit),
-    ).fetchall()
-    return [(str(t), str(i), float(s)) for t, i, s in rows]
+        "SELECT doc_id, MIN(first) FROM search_postings "
+        f"WHERE term IN ({_marks(len(terms))}) AND doc_id IN ({_marks(len(doc_ids))}) "
+        "AND first >= 0 GROUP BY doc_id",
+        [*terms, *doc_ids],
+    )
+    return {int(doc_id): int(first) for doc_id, first in rows if isinstance(first, int)}
+
+
+def _contains_run(words: str, run: str) -> bool:
+    return f" {run} " in f" {words} "
+
+
+def _describe(
+    conn: sqlite3.Connection, doc_ids: Sequence[int]
+) -> dict[int, tuple[str, str, str, str, bool]]:
+    """doc_id -> (doc_type, ident, title terms, path terms, generic)."""
+    found: dict[int, tuple[str, str, str, str, bool]] = {}
+    for start in range(0, len(doc_ids), 500):
+        chunk = list(doc_ids[start : start + 500])
+        for doc_id, doc_type, ident, title, path, generic in conn.execute(
+            "SELECT doc_id, doc_type, ident, title_terms, path_terms, generic "
+            f"FROM search_docs WHERE doc_id IN ({_marks(len(chunk))})",
+            chunk,
+        ):
+            found[int(doc_id)] = (str(doc_type), str(ident), str(title), str(path), bool(generic))
+    return found
+
+
+def _summarized(conn: sqlite3.Connection, slugs: Sequence[str]) -> set[str]:
+    """Sources cited by the `kind=source` Pages among `slugs`."""
+    hidden: set[str] = set()
+    for chunk in _chunks(list(slugs)):
+        hidden.update(
+            row[0]
+            for row in conn.execute(
+                "SELECT ps.source_id FROM page_sources AS ps JOIN pages AS p "
+                "ON p.slug = ps.page_slug WHERE p.kind = 'source' "
+                f"AND ps.page_slug IN ({_marks(len(chunk))})",
+                chunk,
+            )
+        )
+    return hidden
+
+
+def _factor(
+    title: str, path: str, generic: bool, phrase: str, wants_generic: bool, ranking: Ranking
+) -> float:
+    """The multiplier for a score; > 1 pulls a document up."""
+    factor = 1.0
+    if title == phrase:
+        factor *= ranking.title_exact
+    elif _contains_run(title, phrase):
+        factor *= ranking.title_phrase
+    if path == phrase:
+        factor *= ranking.path_exact
+    elif _contains_run(path, phrase):
+        factor *= ranking.path_phrase
+    if generic and not wants_generic:
+        factor *= ranking.generic_penalty
+    return factor
+
+
+_FILL_SQL = """WITH q(term, qi, r) AS (VALUES {rows})
+SELECT doc_id, SUM(best) AS total FROM (
+    SELECT p.doc_id AS doc_id, q.qi AS qi, MAX(q.r) AS best
+    FROM q JOIN search_postings AS p ON p.term = q.term
+    WHERE p.tt > 0 OR p.tp > 0
+    GROUP BY p.doc_id, q.qi
+)
+GROUP BY doc_id HAVING total >= :need
+ORDER BY total DESC, doc_id
+LIMIT :limit"""
+
+
+def _fill_up(
+    conn: sqlite3.Connection,
+    vocab: Vocabulary,
+    query: Sequence[QueryTerm],
+    limit: int,
+    cancelled: threading.Event | None,
+) -> list[tuple[int, float]]:
+    """`(doc_id, mean ratio)` of documents whose title or path fuzzily holds the query."""
+    params: dict[str, object] = {}
+    rows: list[str] = []
+    for qi, qt in enumerate(query):
+        _check(cancelled)
+        best = best_by_stem(similar_words(vocab, qt.surface))
+        best[qt.term] = 100.0
+        for stem, ratio in sorted(best.items()):
+            i = len(rows)
+            params[f"t{i}"], params[f"q{i}"], params[f"r{i}"] = stem, qi, ratio
+            rows.append(f"(:t{i}, :q{i}, :r{i})")
+    params.update(need=TITLE_CUTOFF * len(query) - 1e-9, limit=limit)
+    return [
+        (int(doc_id), float(total) / len(query))
+        for doc_id, total in conn.execute(_FILL_SQL.format(rows=", ".join(rows)), params)
+    ]
 
 
 def search_store(
     conn: sqlite3.Connection,
-    terms: Sequence[str],
+    query: Sequence[QueryTerm],
     limit: int,
     *,
     degrees: Callable[[Sequence[str]], dict[str, int]],
-    fuzzy_index: Callable[[], FuzzyIndex],
+    vocabulary: Callable[[], Vocabulary],
     cancelled: threading.Event | None = None,
-    doc_counts: dict[str, int] | None = None,
+    phrase: str | None = None,
+    ranking: Ranking = DEFAULT_RANKING,
 ) -> list[Hit]:
-    """The store's best `limit` hits for `terms` (non-empty), best first.
+    """The store's best `limit` hits for `query` (non-empty), best first.
 
-    Runs inside the caller's read transaction. `degrees(slugs)` returns the link in-degrees of
-    the candidate Pages; `fuzzy_index()` the cached per-revision title index (built lazily:
-    most queries never need it); `doc_counts` the per-revision memo `selective_terms` fills.
+    Runs inside the caller's read transaction. `degrees(slugs)` returns the link in-degrees
+    of candidate Pages; `vocabulary()` the store's vocabulary (built once per revision, only
+    when a word is unknown or the list is short); `phrase` the query's terms in order,
+    space-joined (default: the distinct terms).
     """
-    candidates = _lexical(conn, terms, CANDIDATE_FACTOR * limit, doc_counts)
-    pages = [ident for doc_type, ident, _ in candidates if doc_type == "page"]
-    sources = [ident for doc_type, ident, _ in candidates if doc_type == "source"]
-
-    # (type, id) -> (title, path field, name for the generic test, kind)
-    described: dict[tuple[str, str], tuple[str, str, str, str | None]] = {}
-    for chunk in _chunks(pages):
-        for slug, title, kind in conn.execute(
-            f"SELECT slug, title, kind FROM pages WHERE slug IN ({_marks(len(chunk))})", chunk
-        ):
-            described["page", slug] = (title, slug, slug, kind)
-    for chunk in _chunks(sources):
-        for ident, title, origin in conn.execute(
-            f"SELECT id, title, origin FROM sources WHERE id IN ({_marks(len(chunk))})", chunk
-        ):
-            origin = origin or ""
-            described["source", ident] = (title, origin, PurePosixPath(origin).stem, None)
-
-    # A Source summarized by a matching `kind=source` Page is hidden.
-    summarizers = [key[1] for key, info in described.items() if info[3] == "source"]
-    hidden: set[str] = set()
-    for chunk in _chunks(summarizers):
-        hidden.update(
-            row[0]
-            for row in conn.execute(
-                f"SELECT source_id FROM page_sources WHERE page_slug IN ({_marks(len(chunk))})",
-                chunk,
-            )
+    docs, length = _stats(conn)
+    if docs == 0 or not query:
+        return []
+    phrase = phrase if phrase is not None else " ".join(qt.term for qt in query)
+    known = _doc_freqs(conn, [qt.term for qt in query])
+    weighted: dict[str, tuple[float, int]] = {}
+    vocab: Vocabulary | None = None
+    k1p = ranking.k1 + 1.0
+    for qt in query:
+        qtf = qt.count if ranking.query_tf else 1
+        if qt.term in known:
+            weight = idf(docs, known[qt.term]) * qtf * k1p
+            previous = weighted.get(qt.term, (0.0, 1))[0]
+            weighted[qt.term] = (max(previous, weight), 1)
+        elif max_edits(qt.surface) > 0:
+            _check(cancelled)
+            vocab = vocab or vocabulary()
+            for stem, df in _corrections(conn, vocab, qt.surface):
+                weight = idf(docs, df) * qtf * k1p * ranking.correction_weight
+                if stem not in weighted:
+                    weighted[stem] = (weight, 0)
+    _check(cancelled)
+    scored = (
+        _score(
+            conn,
+            [(term, w, exact) for term, (w, exact) in weighted.items()],
+            docs,
+            length,
+            ranking,
+            CANDIDATE_FACTOR * limit,
         )
-
-    wants_generic = any(term in _GENERIC_TERMS for term in terms)
+        if weighted
+        else []
+    )
+    described = _describe(conn, [doc_id for doc_id, _score, _exact in scored])
+    pages = [info[1] for info in described.values() if info[0] == "page"]
+    has_sources = any(info[0] == "source" for info in described.values())
+    hidden = _summarized(conn, pages) if has_sources else set()
+    wants_generic = any(qt.term in GENERIC_TERMS for qt in query)
     degree_map = degrees(pages) if pages else {}
     hits: list[Hit] = []
-    for doc_type, ident, score in candidates:
-        info = described.get((doc_type, ident))
-        if info is None or (doc_type == "source" and ident in hidden):
+    hit_ids: dict[tuple[str, str], int] = {}
+    for doc_id, score, exact in scored:
+        info = described.get(doc_id)
+        if info is None:
             continue
-        title, path, name, _kind = info
-        factor = _adjustment(title, path, name, terms, wants_generic)
+        doc_type, ident, title, path, generic = info
+        if doc_type == "source" and ident in hidden:
+            continue
+        factor = _factor(title, path, generic, phrase, wants_generic, ranking)
         if doc_type == "page":
             degree = min(degree_map.get(ident, 0), LINK_CAP)
             factor *= 1.0 + LINK_BOOST * math.log2(1 + degree)
-        hits.append(Hit(doc_type, ident, score * factor, "lexical"))
+        match = "lexical" if exact else "fuzzy"
+        hits.append(Hit(doc_type, ident, -score * factor, match))
+        hit_ids[doc_type, ident] = doc_id
     hits.sort(key=Hit.sort_key)
     hits = hits[:limit]
+    offsets = _first_offsets(
+        conn, [hit_ids[h.doc_type, h.identifier] for h in hits], list(weighted)
+    )
+    hits = [
+        attrs.evolve(h, snippet_at=offsets.get(hit_ids[h.doc_type, h.identifier], -1)) for h in hits
+    ]
 
     if len(hits) < limit:
-        seen = {(doc_type, ident) for doc_type, ident, _ in candidates}
-        fuzzy = fuzzy_matches(
-            fuzzy_index(), terms, exclude=seen, limit=limit - len(hits), cancelled=cancelled
-        )
-        fuzzy_sources = [ident for doc_type, ident, _ in fuzzy if doc_type == "source"]
-        if fuzzy_sources:
+        _check(cancelled)
+        vocab = vocab or vocabulary()
+        seen = {doc_id for doc_id, _score, _exact in scored}
+        filled = [
+            (doc_id, ratio)
+            for doc_id, ratio in _fill_up(conn, vocab, query, limit + len(seen), cancelled)
+            if doc_id not in seen
+        ]
+        more = _describe(conn, [doc_id for doc_id, _r in filled])
+        if any(more[d][0] == "source" for d, _r in filled if d in more):
             slugs = [h.identifier for h in hits if h.doc_type == "page"]
-            slugs += [ident for doc_type, ident, _ in fuzzy if doc_type == "page"]
-            hidden |= _summarized(conn, fuzzy_sources, slugs)
-        for doc_type, ident, score in fuzzy:
+            slugs += [more[d][1] for d, _r in filled if d in more and more[d][0] == "page"]
+            hidden |= _summarized(conn, slugs)
+        extra: list[Hit] = []
+        for doc_id, ratio in filled:
+            if doc_id not in more:
+                continue
+            doc_type, ident = more[doc_id][0], more[doc_id][1]
             if doc_type == "source" and ident in hidden:
                 continue
-            hits.append(Hit(doc_type, ident, round((100.0 - score) / 100.0, 6), "fuzzy"))
+            extra.append(Hit(doc_type, ident, round((100.0 - ratio) / 100.0, 6), "fuzzy"))
+        extra.sort(key=Hit.sort_key)
+        hits.extend(extra[: limit - len(hits)])
     return hits
 
 
-def _summarized(
-    conn: sqlite3.Connection, source_ids: Sequence[str], slugs: Sequence[str]
-) -> set[str]:
-    """Which of `source_ids` a `kind=source` Page among `slugs` cites."""
-    if not slugs:
-        return set()
-    rows = conn.execute(
-        "SELECT ps.source_id FROM page_sources AS ps JOIN pages AS p ON p.slug = ps.page_slug "
-        f"WHERE p.kind = 'source' AND ps.page_slug IN ({_marks(len(slugs))}) "
-        f"AND ps.source_id IN ({_marks(len(source_ids))})",
-        [*slugs, *source_ids],
-    )
-    return {row[0] for row in rows}
-
-
 def load_degrees(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, int]:
-    """Inbound link count of each of `slugs` (for the rerank).
-
-    Counted for the candidates only, through the `links_by_target` index: a whole-store count
-    cost ~60 ms at 50,000 pages on the first query after every write.
-    """
+    """Inbound link count of each of `slugs` (for the rerank), through `links_by_target`."""
     degrees: dict[str, int] = {}
     for chunk in _chunks(list(slugs)):
         rows = conn.execute(

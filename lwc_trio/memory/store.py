@@ -341,7 +341,10 @@ def _migrate(conn: sqlite3.Connection, version: int) -> None:
     with write_transaction(conn, content=False):
         for step in range(version, FORMAT_VERSION):
             for statement in MIGRATIONS[step]:
-                conn.execute(statement)
+                if isinstance(statement, str):
+                    conn.execute(statement)
+                else:
+                    statement(conn)
         conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),)
         )

@@ -1,24 +1,48 @@
-"""The one tokenizer: query terms and indexed text go through the same rules (SPEC §4).
+"""The one analyzer: indexed text and queries go through the same rules (SPEC §4 "Search").
 
-Lowercase; runs of alphanumeric characters are words; runs of CJK characters become adjacent
-bigrams (a lone CJK character stays a unigram); words on a fixed English stop-word list are
-dropped. `tokens` keeps repeats (term frequency for the index); `tokenize` dedupes in first-seen
-order (query terms). Both are pure and deterministic.
+A word is a run of alphanumeric characters (with any combining marks inside it). Each word is
+lowercased and accent-folded (NFKD, combining marks dropped, a few letters NFKD keeps whole —
+ø, ł, đ, æ, œ, ß, þ — spelt out), checked against a fixed English stop-word list, then stemmed
+with the English Snowball stemmer (PyStemmer). Runs of CJK characters have no spaces between
+words: the index keeps every single character **and** every adjacent pair, so a one-character
+query matches; a query uses a run's pairs (or the character itself for a run of one), which
+already imply the characters. All functions are pure and deterministic.
+
+`index_terms` is what the writer stores, `query_terms` what a search uses; `token_spans`
+gives both kinds with positions in the original text (the writer's snippet offsets).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import unicodedata
 from collections.abc import Iterator
 
-__all__ = ["MAX_TERMS", "STOP_WORDS", "is_cjk", "token_spans", "tokenize", "tokens"]
+import attrs
+import Stemmer
+
+__all__ = [
+    "MAX_TERMS",
+    "STOP_WORDS",
+    "QueryTerm",
+    "fold",
+    "index_terms",
+    "index_words",
+    "is_cjk",
+    "parse_query",
+    "plain_words",
+    "query_terms",
+    "stem_words",
+    "token_spans",
+    "tokenize",
+    "tokens",
+]
 
 MAX_TERMS = 64
 """A query with more distinct terms than this is refused with `invalid_query`."""
 
 # Han (with extensions A-F and the compatibility block), kana, Hangul and the iteration marks.
-# Scripts written without spaces: a run of them becomes overlapping bigrams so that any two-
-# character word inside it is findable without a dictionary.
 _CJK_RANGES = (
     "\u1100-\u11ff"  # Hangul Jamo
     "\u3005-\u3007"  # 々 〆 〇
@@ -33,58 +57,171 @@ _CJK_RANGES = (
     "\uff66-\uff9f"  # halfwidth Katakana
     "\U00020000-\U0003134f"  # CJK extensions B-G
 )
+# Combining marks belong to the word they follow ("e" + U+0301 is one word, folded to "e").
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 
 # `[^\W_]` is exactly `str.isalnum()`; CJK characters are carved out of words so that they
-# always go through the bigram path.
-_RUN = re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|(?P<word>[^\\W_{_CJK_RANGES}]+)")
+# always go through the character path.
+_WORD_CLASS = f"(?:[^\\W_{_CJK_RANGES}]|[{_MARKS}])"
+_RUN = re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|(?P<word>[^\\W_{_CJK_RANGES}]{_WORD_CLASS}*)")
 _CJK_CHAR = re.compile(f"[{_CJK_RANGES}]")
-_WORD = re.compile(r"[^\W_]+")
+_WORD = re.compile(f"[^\\W_]{_WORD_CLASS}*")
+_ASCII_WORD = re.compile(r"[^\W_]+", re.ASCII)  # the same runs in ASCII text, much faster
 
 # Lucene's English stop set plus the question words agents put in front of every query.
-# Fixed: changing it changes every index, so it would need a format_version bump.
+# Fixed: changing it changes every index, so it needs a format_version bump.
 _LUCENE_STOP = "a an and are as at be but by for if in into is it no not of on or such that the"
 _LUCENE_STOP += " their then there these they this to was will with"
 _QUESTION_STOP = "how what when where which who why does do did can i me my we our you your"
 STOP_WORDS = frozenset(f"{_LUCENE_STOP} {_QUESTION_STOP}".split())
 
+# Letters NFKD does not decompose, spelt the way English text writes them without accents.
+_SPELL_OUT = str.maketrans(
+    {"ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i", "æ": "ae", "œ": "oe", "ß": "ss", "þ": "th"}
+)
+
+_local = threading.local()
+# word -> stem, shared by all threads (dict reads and writes are atomic). Snowball costs about
+# a microsecond a word; a Wiki's vocabulary is small next to its text, so most words are
+# stemmed once per process. Cleared when it grows past `_STEM_CACHE_MAX` words.
+_STEMS: dict[str, str] = {}
+_STEM_CACHE_MAX = 500_000
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    # PyStemmer objects are not safe to share between threads: one per thread.
+    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = Stemmer.Stemmer("english", 0)  # no cache of its own: `_STEMS` is one
+        _local.stemmer = stemmer
+    return stemmer
+
+
+def stem_words(words: list[str]) -> list[str]:
+    """English Snowball stems of already folded words (same length, same order)."""
+    cache = _STEMS
+    missing = [word for word in dict.fromkeys(words) if word not in cache]
+    if missing:
+        if len(cache) > _STEM_CACHE_MAX:
+            cache.clear()
+        cache.update(zip(missing, _stemmer().stemWords(missing), strict=True))
+    get = cache.get
+    return [get(word) or _stemmer().stemWord(word) for word in words]
+
+
+def fold(word: str) -> str:
+    """Lowercase and strip accents: `Éclair` → `eclair`, `Straße` → `strasse`."""
+    if word.isascii():
+        return word.lower()
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return bare.translate(_SPELL_OUT)
+
 
 def is_cjk(char: str) -> bool:
-    """True for a character the tokenizer treats as CJK (bigram path)."""
+    """True for a character the analyzer treats as CJK (character path)."""
     return _CJK_CHAR.fullmatch(char) is not None
 
 
-def token_spans(text: str) -> Iterator[tuple[str, int, int]]:
-    """Yield `(term, start, end)` for every term of `text`, in order, repeats included.
+def plain_words(text: str) -> list[str] | None:
+    """Folded non-stop words of `text` in order, or None when it has CJK characters."""
+    if text.isascii() or _CJK_CHAR.search(text) is None:
+        return _words(text)
+    return None
 
-    `start:end` indexes the original `text` (code points), which is what snippets need.
+
+def _words(text: str) -> list[str]:
+    """Folded non-stop words of text without CJK (the write path's hot spot)."""
+    if text.isascii():
+        return [w for w in _ASCII_WORD.findall(text.lower()) if w not in STOP_WORDS]
+    return [w for w in (fold(m) for m in _WORD.findall(text)) if w and w not in STOP_WORDS]
+
+
+def token_spans(text: str, *, query: bool = False) -> Iterator[tuple[str, str, int]]:
+    """Yield `(term, surface, start)` for every term of `text` in order, repeats included.
+
+    `surface` is the folded word before stemming (CJK: the term itself); `start` indexes the
+    original `text` in code points. `query=True` gives the query form of CJK runs (pairs only).
     """
+    pending: list[tuple[str, int]] = []
     for match in _RUN.finditer(text):
-        start, end = match.span()
+        start = match.start()
         if match.lastgroup == "word":
-            term = match.group().lower()
-            if term not in STOP_WORDS:
-                yield term, start, end
-        elif end - start == 1:
-            yield match.group(), start, end
-        else:
-            run = match.group()
-            for i in range(len(run) - 1):
-                yield run[i : i + 2], start + i, start + i + 2
+            word = fold(match.group())
+            if word and word not in STOP_WORDS:
+                pending.append((word, start))
+            continue
+        if pending:
+            yield from _stemmed(pending)
+            pending = []
+        run = match.group()
+        if len(run) == 1:
+            yield run, run, start
+            continue
+        for i in range(len(run)):
+            if not query:
+                yield run[i], run[i], start + i
+            if i + 1 < len(run):
+                yield run[i : i + 2], run[i : i + 2], start + i
+    if pending:
+        yield from _stemmed(pending)
 
 
-def tokens(text: str) -> list[str]:
-    """All terms of `text` in order, repeats kept (what the search index stores)."""
-    if _CJK_CHAR.search(text) is None:
-        # The common case, and the write path's hot spot: without CJK every run is a word,
-        # so one findall gives the same terms as `token_spans` at a fraction of the cost.
-        return [w for w in (m.lower() for m in _WORD.findall(text)) if w not in STOP_WORDS]
-    return [term for term, _start, _end in token_spans(text)]
+def _stemmed(pending: list[tuple[str, int]]) -> Iterator[tuple[str, str, int]]:
+    stems = stem_words([word for word, _start in pending])
+    for (word, start), stem in zip(pending, stems, strict=True):
+        yield stem, word, start
+
+
+def index_terms(text: str) -> list[str]:
+    """All index terms of `text` in order, repeats kept (what the search index counts)."""
+    if text.isascii() or _CJK_CHAR.search(text) is None:
+        return stem_words(_words(text))
+    return [term for term, _surface, _start in token_spans(text)]
+
+
+tokens = index_terms
+
+
+def index_words(text: str) -> tuple[list[str], list[str]]:
+    """`(terms, words)` of `text`: index terms and, aligned, the folded words behind them."""
+    if text.isascii() or _CJK_CHAR.search(text) is None:
+        words = _words(text)
+        return stem_words(words), words
+    spans = list(token_spans(text))
+    return [term for term, _w, _s in spans], [word for _t, word, _s in spans]
+
+
+@attrs.frozen
+class QueryTerm:
+    """One distinct query term: its stem, the first folded word that gave it, its count."""
+
+    term: str
+    surface: str
+    count: int
+
+
+def query_terms(text: str) -> list[QueryTerm]:
+    """Distinct query terms in first-seen order with their frequency in the query."""
+    return parse_query(text)[0]
+
+
+def parse_query(text: str) -> tuple[list[QueryTerm], str]:
+    """`(query_terms(text), every term in order joined by spaces)` from one analysis."""
+    counts: dict[str, int] = {}
+    surfaces: dict[str, str] = {}
+    sequence: list[str] = []
+    for term, surface, _start in token_spans(text, query=True):
+        counts[term] = counts.get(term, 0) + 1
+        surfaces.setdefault(term, surface)
+        sequence.append(term)
+    return [QueryTerm(term, surfaces[term], n) for term, n in counts.items()], " ".join(sequence)
 
 
 def tokenize(text: str) -> list[str]:
-    """Distinct terms of `text` in first-seen order (query terms).
+    """Distinct query terms of `text` in first-seen order.
 
     The caller refuses a query with more than `MAX_TERMS` terms; an empty list means the
     query has nothing searchable (all stop words or punctuation).
     """
-    return list(dict.fromkeys(tokens(text)))
+    return list(dict.fromkeys(term for term, _surface, _start in token_spans(text, query=True)))

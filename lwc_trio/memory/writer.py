@@ -2,14 +2,13 @@
 
 Every change runs in one `write_transaction` (BEGIN IMMEDIATE … COMMIT): refused input raises
 `WikiError` before or inside the transaction and the store is left byte-for-byte unchanged.
-The search index is maintained here, with the same tokenizer the query side uses.
+The search index is maintained here (`indexer.py`), with the analyzer the query side uses.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,16 @@ from lwc_trio.memory.graph import (
     refresh_projection,
     stale_before,
 )
+from lwc_trio.memory.indexer import (
+    IndexBuffer,
+    index_page,
+    index_source,
+    reindex_all,
+    unindex_doc,
+)
 from lwc_trio.memory.links import extract_links
 from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
 from lwc_trio.memory.store import open_writer, read_info, utc_now, write_transaction
-from lwc_trio.memory.tokenize import tokens
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -39,6 +44,7 @@ __all__ = [
 ]
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
+WRITER_CACHE_KIB = 64 * 1024
 Progress = Callable[[int, int], None]
 
 
@@ -122,38 +128,17 @@ def _stored_provenance(page: PageInput) -> list[str]:
     return order_provenance(values)
 
 
-def _index(conn: sqlite3.Connection, doc_type: str, ident: str, fields: Sequence[str]) -> None:
-    row = conn.execute(
-        "SELECT doc_id FROM search_docs WHERE doc_type = ? AND ident = ?", (doc_type, ident)
-    ).fetchone()
-    if row is None:
-        doc_id = conn.execute(
-            "INSERT INTO search_docs (doc_type, ident) VALUES (?, ?)", (doc_type, ident)
-        ).lastrowid
-    else:
-        doc_id = row[0]
-        conn.execute("DELETE FROM search_index WHERE rowid = ?", (doc_id,))
-    conn.execute(
-        "INSERT INTO search_index (rowid, title, path, summary, body) VALUES (?, ?, ?, ?, ?)",
-        (doc_id, *(" ".join(tokens(field)) for field in fields)),
-    )
-
-
-def _unindex(conn: sqlite3.Connection, doc_type: str, ident: str) -> None:
-    row = conn.execute(
-        "SELECT doc_id FROM search_docs WHERE doc_type = ? AND ident = ?", (doc_type, ident)
-    ).fetchone()
-    if row is not None:
-        conn.execute("DELETE FROM search_index WHERE rowid = ?", (row[0],))
-        conn.execute("DELETE FROM search_docs WHERE doc_id = ?", (row[0],))
-
-
 class Wiki:
     """One store opened for writing by the CLI. Use as a context manager."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = open_writer(path)
+        # The postings table is keyed by term, so a page's inserts land all over it: with
+        # SQLite's 2 MB default cache a large import re-reads index pages constantly.
+        self.conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
+        # Frequencies, vocabulary and statistics of the open content write (`_content_write`).
+        self._buffer: IndexBuffer | None = None
 
     def __enter__(self) -> Wiki:
         return self
@@ -180,7 +165,13 @@ class Wiki:
             ready = graph_status(info) == "ready"
             before = stale_before(self.conn, set(planned)) if ready else None
             touched: set[str] = set()
-            yield touched
+            self._buffer = IndexBuffer()
+            try:
+                yield touched
+                # Document frequencies and statistics: once per transaction, not per document.
+                self._buffer.flush(self.conn)
+            finally:
+                self._buffer = None
             if ready:
                 refresh_projection(self.conn, before, touched)
                 # write_transaction adds one to content_revision when this block ends.
@@ -285,7 +276,7 @@ class Wiki:
             "INSERT INTO links (from_slug, to_slug) VALUES (?, ?)",
             [(page.slug, target) for target in links],
         )
-        _index(self.conn, "page", page.slug, (page.title, page.slug, page.summary or "", page.body))
+        index_page(self.conn, page.slug, page.title, page.summary, page.body, self._buffer)
         return "updated" if existing else "created"
 
     def put_pages(
@@ -357,7 +348,7 @@ class Wiki:
                 ("links", "from_slug"),
             ):
                 self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (slug,))
-            _unindex(self.conn, "page", slug)
+            unindex_doc(self.conn, "page", slug, self._buffer)
 
     # ---------------------------------------------------------------- sources
 
@@ -375,7 +366,7 @@ class Wiki:
             (ident, source.content_hash, source.title, source.origin, source.content,
              source.created_at or now),
         )  # fmt: skip
-        _index(self.conn, "source", ident, (source.title, source.origin or "", "", source.content))
+        index_source(self.conn, ident, source.title, source.origin, source.content, self._buffer)
         return {"id": ident, "title": source.title, "created": True}
 
     def add_sources(
@@ -521,20 +512,7 @@ class Wiki:
         return {"integrity": "ok", "reindexed": reindexed, **self.status()}
 
     def _reindex(self) -> int:
-        self.conn.execute("DELETE FROM search_index")
-        self.conn.execute("DELETE FROM search_docs")
-        count = 0
-        for slug, title, summary, body in self.conn.execute(
-            "SELECT slug, title, summary, body FROM pages ORDER BY slug"
-        ).fetchall():
-            _index(self.conn, "page", slug, (title, slug, summary or "", body))
-            count += 1
-        for ident, title, origin, content in self.conn.execute(
-            "SELECT id, title, origin, content FROM sources ORDER BY id"
-        ).fetchall():
-            _index(self.conn, "source", ident, (title, origin or "", "", content))
-            count += 1
-        return count
+        return reindex_all(self.conn)
 
     def source_ids(self) -> set[str]:
         """The ids of every stored Source."""

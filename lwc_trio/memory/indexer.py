@@ -1,0 +1,293 @@
+"""The search index's write side: what the CLI stores per document (SPEC §4 "Search").
+
+Everything a query would otherwise redo per candidate is worked out here, once per write: the
+analyzed title and path (whole-query pull-up), the generic flag (push-down), per-field term
+counts and document length (BM25F), and where each term first occurs in the snippet text.
+Runs inside the writer's transaction; the reader side is `search.py`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from pathlib import PurePosixPath
+
+from lwc_trio.memory.tokenize import (
+    index_terms,
+    index_words,
+    plain_words,
+    stem_words,
+    token_spans,
+)
+
+__all__ = [
+    "FIELD_WEIGHTS",
+    "GENERIC_TERMS",
+    "SNIPPET_SCAN",
+    "IndexBuffer",
+    "index_doc",
+    "is_generic",
+    "reindex_all",
+    "snippet_text",
+    "unindex_doc",
+]
+
+FIELD_WEIGHTS = (4, 3, 2, 1)
+"""Title, path, summary, body: each occurrence's weight in `search_postings.tw` (BM25F).
+Part of the format: changing them needs a format_version bump (tuned on Cranfield)."""
+
+SNIPPET_SCAN = 20_000
+"""Characters of a document's snippet text searched for the first match (a 64 MiB Source is
+never read whole for a query; a match further in gives a snippet from the start)."""
+
+# A document named or titled like this is a table of contents: pushed down unless asked for.
+_GENERIC_NAMES = ("index", "overview", "readme", "toc", "contents", "table of contents")
+_GENERIC_FORMS = frozenset(tuple(index_terms(name)) for name in _GENERIC_NAMES)
+GENERIC_TERMS = frozenset(index_terms(" ".join(_GENERIC_NAMES[:5])))
+"""Query terms that ask for generic pages (then they are not pushed down)."""
+
+
+def is_generic(name: str, title_terms: list[str]) -> bool:
+    """True when the document's name (slug, file stem) or title is a generic one."""
+    return tuple(index_terms(name)) in _GENERIC_FORMS or tuple(title_terms) in _GENERIC_FORMS
+
+
+def snippet_text(body: str, summary: str | None) -> str:
+    """The text a Page's snippet is cut from: its body head, or the summary when blank."""
+    head = body[:SNIPPET_SCAN]
+    return head if head.strip() else (summary or "")
+
+
+class IndexBuffer:
+    """Document frequencies, vocabulary words and statistics of one write transaction.
+
+    They are sums over the documents written, so they are collected here and written once
+    per transaction (`flush`), not once per document: a 500-page import updates each term's
+    frequency once instead of once per page that holds it.
+    """
+
+    def __init__(self) -> None:
+        self.df: dict[str, int] = {}
+        self.words: dict[str, str] = {}
+        self.docs = 0
+        self.length = 0
+
+    def _reset(self) -> None:
+        self.df, self.words, self.docs, self.length = {}, {}, 0, 0
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Write what was collected (inside the same transaction) and start over."""
+        if self.df:
+            changes = sorted(self.df.items())
+            conn.executemany(
+                "INSERT INTO search_terms (term, df) VALUES (?, ?) "
+                "ON CONFLICT (term) DO UPDATE SET df = df + excluded.df",
+                [(term, n) for term, n in changes if n],
+            )
+            conn.executemany(
+                "DELETE FROM search_terms WHERE term = ? AND df <= 0",
+                [(term,) for term, n in changes if n < 0],
+            )
+        pairs = sorted((word, term) for word, term in self.words.items() if word != term)
+        if pairs:
+            conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
+        if self.docs or self.length:
+            conn.executemany(
+                "INSERT INTO search_stats (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
+                [("docs", self.docs), ("length", self.length)],
+            )
+        self._reset()
+
+
+def unindex_doc(
+    conn: sqlite3.Connection, doc_type: str, ident: str, buffer: IndexBuffer | None = None
+) -> None:
+    """Remove one document's postings, frequencies and statistics (no-op when absent)."""
+    row = conn.execute(
+        "SELECT doc_id, terms FROM search_docs WHERE doc_type = ? AND ident = ?",
+        (doc_type, ident),
+    ).fetchone()
+    if row is None:
+        return
+    own = buffer or IndexBuffer()
+    doc_id, joined = int(row[0]), str(row[1])
+    terms = joined.split(" ") if joined else []
+    length = 0
+    if terms:
+        found = conn.execute(
+            "SELECT dl FROM search_postings WHERE term = ? AND doc_id = ?", (terms[0], doc_id)
+        ).fetchone()
+        length = int(found[0]) if found else 0
+    conn.executemany(
+        "DELETE FROM search_postings WHERE term = ? AND doc_id = ?",
+        [(term, doc_id) for term in terms],
+    )
+    conn.execute("DELETE FROM search_docs WHERE doc_id = ?", (doc_id,))
+    for term in terms:
+        own.df[term] = own.df.get(term, 0) - 1
+    own.docs -= 1
+    own.length -= length
+    if buffer is None:
+        own.flush(conn)
+
+
+def _first_offsets_spans(text: str) -> dict[str, int]:
+    """Where each term first occurs in `text` (code points), from the analyzer's spans."""
+    first: dict[str, int] = {}
+    for term, _word, start in token_spans(text):
+        first.setdefault(term, start)
+    return first
+
+
+def _first_offsets_ascii(text: str, distinct: list[str], stem_of: dict[str, str]) -> dict[str, int]:
+    """`_first_offsets_spans` for ASCII text, given its distinct words in first-seen order.
+
+    Each word is found with `str.find` (checked to be a whole word) instead of re-running the
+    analyzer; first occurrences of distinct words come in increasing order, so each search
+    starts where the previous one ended. Same offsets as the spans (a property test checks).
+    """
+    first: dict[str, int] = {}
+    low = text.lower()
+    find, n, cursor = low.find, len(low), 0
+    for word in distinct:
+        pos = find(word, cursor)
+        end = pos + len(word)
+        while pos >= 0 and ((pos and low[pos - 1].isalnum()) or (end < n and low[end].isalnum())):
+            pos = find(word, pos + 1)
+            end = pos + len(word)
+        if pos >= 0:  # always, for words of `text`
+            cursor = end
+            first.setdefault(stem_of[word], pos)
+    return first
+
+
+def index_doc(
+    conn: sqlite3.Connection,
+    doc_type: str,
+    ident: str,
+    fields: tuple[str, str, str, str],
+    *,
+    name: str,
+    snippet: str,
+    buffer: IndexBuffer | None = None,
+) -> None:
+    """(Re)index one document: `fields` are title, path, summary, body; `name` the slug or
+    the origin's file stem (generic test); `snippet` the text its snippets are cut from.
+    Frequencies and statistics go to `buffer` (flushed by the caller), else are written."""
+    own = buffer or IndexBuffer()
+    unindex_doc(conn, doc_type, ident, own)
+    title, path = fields[0], fields[1]
+    # Title and path in the query's form (CJK pairs), for the whole-query comparison.
+    title_terms = [term for term, _w, _s in token_spans(title, query=True)]
+    path_terms = [term for term, _w, _s in token_spans(path, query=True)]
+    short = [index_words(text) for text in fields[:3]]
+    length = sum(len(terms) for terms, _words in short)
+    for terms, field_words in short:
+        own.words.update(zip(field_words, terms, strict=True))
+    body = fields[3]
+    scan = snippet[:SNIPPET_SCAN]
+    words = plain_words(body)
+    if words is not None:
+        # The body (the bulk of the work): count words once, stem each distinct word once.
+        word_counts = Counter(words)
+        distinct_words = list(word_counts)
+        stems = stem_words(distinct_words)
+        stem_of = dict(zip(distinct_words, stems, strict=True))
+        own.words.update(stem_of)
+        weighted: dict[str, int] = {}
+        for word, stem in stem_of.items():
+            weighted[stem] = weighted.get(stem, 0) + word_counts[word]
+        length += len(words)
+        if scan is body and body.isascii():
+            first = _first_offsets_ascii(body, distinct_words, stem_of)
+        else:
+            first = _first_offsets_spans(scan)
+    else:
+        body_terms, body_words = index_words(body)
+        own.words.update(zip(body_words, body_terms, strict=True))
+        weighted = dict(Counter(body_terms))
+        length += len(body_terms)
+        first = _first_offsets_spans(scan)
+    # BM25F's weighted count: the body's counts plus the short fields', weighted.
+    title_counts, path_counts = Counter(short[0][0]), Counter(short[1][0])
+    for (terms, _words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
+        for term in terms:
+            weighted[term] = weighted.get(term, 0) + weight
+    distinct = list(weighted)
+    generic = is_generic(name, title_terms)
+    cursor = conn.execute(
+        "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, terms) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (doc_type, ident, " ".join(title_terms), " ".join(path_terms), int(generic),
+         " ".join(distinct)),
+    )  # fmt: skip
+    doc_id = cursor.lastrowid
+    tget, pget, fget = title_counts.get, path_counts.get, first.get
+    conn.executemany(
+        "INSERT INTO search_postings (term, doc_id, tt, tp, tw, dl, first) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (term, doc_id, tget(term, 0), pget(term, 0), tw, length, fget(term, -1))
+            for term, tw in weighted.items()
+        ],
+    )
+    df = own.df
+    for term in distinct:
+        df[term] = df.get(term, 0) + 1
+    own.docs += 1
+    own.length += length
+    if buffer is None:
+        own.flush(conn)
+
+
+def index_page(
+    conn: sqlite3.Connection,
+    slug: str,
+    title: str,
+    summary: str | None,
+    body: str,
+    buffer: IndexBuffer | None = None,
+) -> None:
+    """Index a Page: path is its slug."""
+    index_doc(
+        conn, "page", slug, (title, slug, summary or "", body),
+        name=slug, snippet=snippet_text(body, summary), buffer=buffer,
+    )  # fmt: skip
+
+
+def index_source(
+    conn: sqlite3.Connection,
+    ident: str,
+    title: str,
+    origin: str | None,
+    content: str,
+    buffer: IndexBuffer | None = None,
+) -> None:
+    """Index a Source: path is its origin, its name the origin's file stem."""
+    origin = origin or ""
+    index_doc(
+        conn, "source", ident, (title, origin, "", content),
+        name=PurePosixPath(origin).stem, snippet=content, buffer=buffer,
+    )  # fmt: skip
+
+
+def reindex_all(conn: sqlite3.Connection) -> int:
+    """Rebuild the whole index from `pages` and `sources` (in the caller's transaction)."""
+    for table in ("search_docs", "search_terms", "search_postings", "search_words"):
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute("DELETE FROM search_stats")
+    buffer = IndexBuffer()
+    count = 0
+    for slug, title, summary, body in conn.execute(
+        "SELECT slug, title, summary, body FROM pages ORDER BY slug"
+    ).fetchall():
+        index_page(conn, slug, title, summary, body, buffer)
+        count += 1
+    for ident, title, origin, content in conn.execute(
+        "SELECT id, title, origin, content FROM sources ORDER BY id"
+    ).fetchall():
+        index_source(conn, ident, title, origin, content, buffer)
+        count += 1
+    buffer.flush(conn)
+    return count
