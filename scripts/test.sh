@@ -35,7 +35,7 @@ export LWC_TEST_CODEGRAPH_BINARY
 if [ "$#" -eq 0 ]; then
     bash scripts/conformance.sh "$VENV/bin/python"
     # The real Claude Code, Codex CLI and Gemini CLI against `lwc agent install` (one to
-    # two minutes with a warm .cache/hosts; docs/agents.md).
+    # two minutes once its cache outside the checkout is warm; docs/agents.md).
     PYTHON="$VENV/bin/python" bash scripts/test_hosts.sh
 fi
 # Coverage of lwc_trio, report only. The figure covers the in-process tests only: the

@@ -2,19 +2,21 @@
 # The real agent hosts against `lwc agent install` (issue 15, docs/agents.md "Tested with").
 #
 # Installs pinned releases of Claude Code, Codex CLI and Gemini CLI from the npm registry into
-# .cache/hosts (git-ignored, kept between runs), plus Node 22 from the npm package
+# a cache outside the checkout (about 750 MB, so a fresh clone on the same machine, as CI's,
+# reuses it instead of downloading again), plus Node 22 from the npm package
 # node-<os>-<arch>@22 when the Node on PATH is older than the hosts' `engines` ask for, then
 # runs tests/hosts: per host and scope, install, clear the host's gate, the host's own
 # `mcp list`, and a headless run against a scripted fake model on 127.0.0.1 that makes the
 # host call lwc_explore. Scratch HOME directories only; no network but npm and 127.0.0.1.
 #
 # Usage: scripts/test_hosts.sh [PYTEST ARGS...]   (e.g. -k gemini)
-#   PYTHON   the interpreter with lwc installed (default: .venv/bin/python)
+#   PYTHON            the interpreter with lwc installed (default: .venv/bin/python)
+#   LWC_HOSTS_CACHE   where the host CLIs go (default: ${XDG_CACHE_HOME:-~/.cache}/lwc_trio/hosts)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
-CACHE="$ROOT/.cache/hosts"
+CACHE=${LWC_HOSTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lwc_trio/hosts}
 CLAUDE_VERSION=2.1.197
 CODEX_VERSION=0.171.0
 GEMINI_VERSION=0.61.0
