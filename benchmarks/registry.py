@@ -40,6 +40,11 @@ SCENARIOS: Final = (
     Scenario(
         "memory", "memory", "memory plane: write rate, e2e latency vs the raw BM25F floor, RSS"
     ),
+    Scenario(
+        "memory-engine",
+        "memory_engine",
+        "one explore_memory call in process (no transport); compare two checkouts in turn",
+    ),
     Scenario("code", "code", "code plane: lwc code mode vs `codegraph serve` direct"),
     Scenario("lanes", "lanes", "thread round trips: ThreadLane vs trio.to_thread vs inline"),
     Scenario("soak", "soak", "long mixed workload on one server: leaks, correctness, clean exit"),

@@ -62,6 +62,23 @@ class StoreError(WikiError):
     """A store could not be used; `code` is one of the SPEC §2.1 memory codes."""
 
 
+class StoreChanged(StoreError):
+    """The tree changed under a store while it was being opened; retrying may succeed.
+
+    Reported, once retries are used up, as `store_path_invalid`.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("store_path_invalid", message)
+
+
+class ForeignStoreError(StoreError):
+    """The file is a store written by LWC 0.16: only `lwc import --from-lwc` reads it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("unsupported_store_version", message)
+
+
 class MemoryCancelled(Exception):
     """The caller set the `cancelled` event while a query was running."""
 

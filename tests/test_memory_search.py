@@ -423,8 +423,11 @@ def test_failing_store_keeps_the_plane_ready(tmp_path: Path) -> None:
     }
     assert ids(memory) == ["g"]
     only = ask("gamma", project, home=home, scope="project")
-    assert only["state"] == "error"
+    # SPEC §3: with no other store answering, the plane is unavailable and `lwc doctor`
+    # (which names the link) is the next action.
+    assert only["state"] == "unavailable"
     assert only["error"]["code"] == "store_path_invalid"
+    assert only["nextAction"] == {"command": "lwc doctor", "cwd": str(project)}
 
 
 def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:

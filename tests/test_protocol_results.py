@@ -366,3 +366,37 @@ def test_check_plane_rejects_memory_lists_of_non_objects(key: str) -> None:
         out, _ = build_result(_args("memory"), "/ws", obj, NOT_REQUESTED, 1, None)
         assert not validator.is_valid(out)
         assert check_plane("memory", obj) is False, item
+
+
+def test_the_wire_never_carries_non_finite_numbers() -> None:
+    """NaN/Infinity that slipped past a plane are written as null, never as bare tokens."""
+    from lwc_trio.protocol import jsonrpc
+    from lwc_trio.protocol.results import dumps, tool_response
+
+    payload = {"memory": {"state": "ready", "rank": float("inf"), "x": [float("nan"), 1.5]}}
+    assert dumps(payload) == '{"memory":{"state":"ready","rank":null,"x":[null,1.5]}}'
+    line = tool_response(1, payload, False)
+    assert b"Infinity" not in line
+    assert b"NaN" not in line
+    assert b"Infinity" not in jsonrpc.to_bytes({"id": 1, "result": {"v": float("-inf")}})
+
+
+def test_a_response_line_never_exceeds_512_kib() -> None:
+    """An answer too large to send drops pages from the end, then results, until it fits."""
+    from lwc_trio.protocol.results import MAX_RESPONSE_BYTES, tool_response
+
+    page = {"slug": "s", "body": "\x01" * 15_000, "links": ["l" * 256] * 64}
+    memory = {
+        "state": "ready",
+        "stores": [],
+        "results": [{"identifier": f"r{i}", "title": "t" * 300} for i in range(20)],
+        "pages": [dict(page, slug=f"p{i}") for i in range(20)],
+        "graph": [],
+    }
+    structured: dict[str, Any] = {"memory": memory, "codeGraph": {"state": "not_requested"}}
+    line = tool_response(7, structured, False)
+    assert len(line) <= MAX_RESPONSE_BYTES
+    kept = structured["memory"]["pages"]
+    assert 0 < len(kept) < 20
+    assert [p["slug"] for p in kept] == [f"p{i}" for i in range(len(kept))]
+    assert len(structured["memory"]["results"]) == 20

@@ -38,6 +38,9 @@ class StoreRef:
     scope: str  # "project" | "global"
     path: Path
     problem: StoreError | None = None
+    dir_fd: int | None = attrs.field(default=None, eq=False)
+    """The server's handle of the `.lwc` directory (see `handles.Handles`), valid during
+    the request that found the store."""
 
     @property
     def root(self) -> Path:

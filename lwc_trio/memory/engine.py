@@ -16,16 +16,13 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.exceptions import MemoryCancelled, StoreError
+from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged, StoreError
+from lwc_trio.memory.bounds import bound_body, bound_neighborhood, bound_row
 from lwc_trio.memory.cache import BuildOnce
-from lwc_trio.memory.discovery import (
-    StoreRef,
-    global_store_at,
-    nearest_project_store,
-    project_store_above,
-)
+from lwc_trio.memory.discovery import StoreRef, project_store_above
 from lwc_trio.memory.fuzzy import Vocabulary, build_vocabulary
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
+from lwc_trio.memory.handles import Handles
 from lwc_trio.memory.pool import Reader, checkin, checkout
 from lwc_trio.memory.results import (
     PageBody,
@@ -57,6 +54,9 @@ _SCOPE_ORDER = {scope: i for i, scope in enumerate(SCOPES)}
 # How long a reader keeps retrying a store a writer has locked before `store_busy`; below the
 # default 5 s memory deadline so the answer names the real cause.
 BUSY_LIMIT_S = 2.0
+# A store whose directory changed while it was opened is retried after this pause (within
+# the same window): a benign rename settles, a swapping attacker gets an error, never data.
+CHANGED_PAUSE_S = 0.002
 
 # Store vocabularies for typo correction, one per (path, store_id, store_revision), each read
 # in a thread of its own on its own connection: a request that times out while one is being
@@ -116,14 +116,35 @@ def _check(cancelled: threading.Event) -> None:
         raise MemoryCancelled()
 
 
+def _retryable(exc: StoreError) -> bool:
+    return exc.code == "store_busy" or isinstance(exc, StoreChanged)
+
+
 def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[Reader, StoreInfo]:
-    """Check out a reader for `ref` and start its read transaction, retrying while busy."""
+    """Check out a reader for `ref` and start its read transaction.
+
+    Retries, until `BUSY_LIMIT_S`, while a writer holds the lock (also when a new reader
+    must open meanwhile) and while the store's directory is changing under it.
+    """
     if ref.problem is not None:
         raise ref.problem
     deadline = time.monotonic() + BUSY_LIMIT_S
+    busy: StoreError | None = None
     while True:
         _check(cancelled)
-        reader = checkout(ref.path, cancelled)
+        try:
+            reader = checkout(ref.path, cancelled, dir_fd=ref.dir_fd)
+        except StoreError as exc:
+            if not _retryable(exc):
+                raise
+            if time.monotonic() >= deadline:
+                # A lock held all along is the cause to report, not a reopen it prevented.
+                raise (busy or exc) from None
+            if isinstance(exc, StoreChanged):
+                time.sleep(CHANGED_PAUSE_S)
+            else:
+                busy = exc
+            continue
         try:
             info, reader.verified_cookie = begin_read_cookie(reader.conn, reader.verified_cookie)
             return reader, info
@@ -132,8 +153,12 @@ def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[Reader, StoreInfo]
             raise MemoryCancelled() from None
         except StoreError as exc:
             checkin(reader, reusable=False)
-            if exc.code != "store_busy" or time.monotonic() >= deadline:
+            if not _retryable(exc):
                 raise
+            if time.monotonic() >= deadline:
+                raise (busy or exc) from None
+            if exc.code == "store_busy":
+                busy = exc
         except BaseException:
             checkin(reader, reusable=False)
             raise
@@ -167,7 +192,21 @@ def _answer(
     neighborhood = None
     if slugs and graph_status(info) == "ready":
         neighborhood = read_neighborhood(conn, slugs[0])
-    return StoreAnswer(ref, info, None, tuple(rows), bodies, neighborhood)
+    return StoreAnswer(
+        ref,
+        info,
+        None,
+        tuple(bound_row(row) for row in rows),
+        # Keyed by the bounded slug, which is also the bounded row's identifier.
+        {bounded.slug: bounded for bounded in map(bound_body, bodies.values())},
+        bound_neighborhood(neighborhood),
+    )
+
+
+def _unexpected(exc: Exception) -> StoreError:
+    # Whatever a hostile or damaged store makes go wrong stays that store's problem. The
+    # message names the failure's type only: its text could quote the store's contents.
+    return StoreError("store_corrupt", f"the store could not be read ({type(exc).__name__})")
 
 
 def _read_one(
@@ -180,7 +219,16 @@ def _read_one(
 ) -> StoreAnswer:
     reader, info = opened
     try:
-        return _answer(ref, reader.conn, info, query, parsed, limit, cancelled)
+        answer = _answer(ref, reader.conn, info, query, parsed, limit, cancelled)
+        # The header is checked before every transaction, but a file rewritten in between
+        # could still have made SQLite read it as WAL (from a `-wal` beside it): discard.
+        mode = reader.conn.execute("PRAGMA journal_mode").fetchone()
+        if not mode or str(mode[0]).lower() != "delete":
+            reader.broken = True
+            raise StoreError("store_corrupt", "the store turned to WAL mode while it was read")
+        return answer
+    except MemoryCancelled:
+        raise
     except sqlite3.Error as exc:
         error = translate_error(exc)
         if isinstance(error, Interrupted):
@@ -188,6 +236,9 @@ def _read_one(
         return StoreAnswer(ref, info, error)
     except StoreError as exc:
         return StoreAnswer(ref, info, exc)
+    except Exception as exc:
+        reader.broken = True
+        return StoreAnswer(ref, info, _unexpected(exc))
 
 
 def query_stores(
@@ -200,7 +251,8 @@ def query_stores(
     """Read every store in `refs` (project first), each in one read transaction.
 
     A project store with the global store's `store_id` is dropped (read once, as global).
-    Raises `MemoryCancelled`; store failures are reported per store, never raised.
+    Raises `MemoryCancelled`; store failures of any kind are reported per store, never
+    raised, so one store's anomaly never hides another store's results.
     """
     parsed = parsed or parse_query(query)
     opened: dict[int, tuple[Reader, StoreInfo]] = {}
@@ -209,8 +261,12 @@ def query_stores(
         for i, ref in enumerate(refs):
             try:
                 opened[i] = _open(ref, cancelled)
+            except MemoryCancelled:
+                raise
             except StoreError as exc:
                 failed[i] = exc
+            except Exception as exc:
+                failed[i] = _unexpected(exc)
         ids = {ref.scope: opened[i][1].store_id for i, ref in enumerate(refs) if i in opened}
         shared = "project" in ids and ids.get("project") == ids.get("global")
         answers: list[StoreAnswer] = []
@@ -224,7 +280,7 @@ def query_stores(
         return answers
     finally:
         for reader, _info in opened.values():
-            reusable = True
+            reusable = not reader.broken
             try:
                 if reader.conn.in_transaction:
                     reader.conn.execute("ROLLBACK")
@@ -282,7 +338,8 @@ def _wanted_scopes(q: MemoryQuery) -> list[str]:
 
 
 def _next_action(scope: str, q: MemoryQuery, command: str, ref: StoreRef | None) -> dict[str, str]:
-    prefix = "lwc --scope global " if scope == "global" else "lwc "
+    scoped = command != "doctor"
+    prefix = "lwc --scope global " if scope == "global" and scoped else "lwc "
     # A broken store is fixed where it lives; a missing one is created where it was looked for.
     cwd = ref.root if ref is not None else (q.home if scope == "global" else q.project_path)
     return {"command": prefix + command, "cwd": str(cwd)}
@@ -320,46 +377,56 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
             "error": {"code": "memory_internal", "message": f"more than {MAX_TERMS} terms"},
         }
     scopes = _wanted_scopes(q)
-    refs: list[StoreRef] = []
-    for scope in scopes:
-        # All three paths are canonical already (authorizer, start-up): no resolving again.
-        if scope == "project":
-            ref = nearest_project_store(str(q.project_path), str(q.workspace), home=str(q.home))
-        else:
-            ref = global_store_at(str(q.home))
-        if ref is not None:
-            refs.append(ref)
-    if not refs:
-        scope = scopes[0] if scopes else "project"
-        if scope == "project":
-            above = project_store_above(str(q.workspace), str(q.home))
-            if above is not None:
-                return _store_above(above, q)
-        return {
-            "state": "unavailable",
-            "error": {
-                "code": "store_not_found",
-                "message": f"no {scope} Wiki store found; create one with `lwc init`"
-                if scope == "project"
-                else "no global Wiki store found; create one with `lwc --scope global init`",
-            },
-            "nextAction": _next_action(scope, q, "init", None),
-        }
-    answers = query_stores(refs, q.query, q.max_documents, cancelled, parsed)
+    with Handles() as handles:
+        refs: list[StoreRef] = []
+        for scope in scopes:
+            # All three paths are canonical already (authorizer, start-up); the walk goes
+            # down from the workspace (or $HOME) by directory handles, never by name.
+            if scope == "project":
+                ref = handles.project(str(q.project_path), str(q.workspace), home=str(q.home))
+            else:
+                ref = handles.global_store(str(q.home))
+            if ref is not None:
+                refs.append(ref)
+        if not refs:
+            scope = scopes[0] if scopes else "project"
+            if scope == "project":
+                above = project_store_above(str(q.workspace), str(q.home))
+                if above is not None:
+                    return _store_above(above, q)
+            return {
+                "state": "unavailable",
+                "error": {
+                    "code": "store_not_found",
+                    "message": f"no {scope} Wiki store found; create one with `lwc init`"
+                    if scope == "project"
+                    else "no global Wiki store found; create one with `lwc --scope global init`",
+                },
+                "nextAction": _next_action(scope, q, "init", None),
+            }
+        answers = query_stores(refs, q.query, q.max_documents, cancelled, parsed)
     if any(answer.error is None for answer in answers):
         return _ready(answers, q.max_documents)
     first = answers[0]
     assert first.error is not None
     error = {"code": first.error.code, "message": first.error.message}
+    command = _UNAVAILABLE_ACTIONS.get(first.error.code)
     # An older format (its message names `lwc repair`, as `lwc doctor` reads it too) is
     # migrated by the CLI: guidance, never results read with the wrong analyzer.
-    migratable = (
-        first.error.code == "unsupported_store_version" and "lwc repair" in first.error.message
-    )
-    if first.error.code == "store_needs_recovery" or migratable:
-        return {
-            "state": "unavailable",
-            "error": error,
-            "nextAction": _next_action(first.ref.scope, q, "repair", first.ref),
-        }
-    return {"state": "error", "error": error}
+    if first.error.code == "unsupported_store_version" and "lwc repair" in first.error.message:
+        command = "repair"
+    if isinstance(first.error, ForeignStoreError):
+        # The same command `lwc doctor` and the CLI name for an LWC store.
+        command = f"import --from-lwc {first.ref.path}"
+    if command is None:
+        return {"state": "error", "error": error}
+    return {
+        "state": "unavailable",
+        "error": error,
+        "nextAction": _next_action(first.ref.scope, q, command, first.ref),
+    }
+
+
+# Failures the user fixes with one command (the plane is `unavailable`, SPEC §3, §4). A
+# broken link or a FIFO is named by `lwc doctor`; an LWC store is imported (above).
+_UNAVAILABLE_ACTIONS = {"store_needs_recovery": "repair", "store_path_invalid": "doctor"}

@@ -2,15 +2,19 @@
 
 A long agent session asks the same one or two stores thousands of times. Opening a
 connection and re-verifying the whole schema each time was a third of a query's cost, so each
-worker thread keeps its last few connections. Safety is unchanged: every checkout re-checks
-that the file is still the same regular, rollback-journal SQLite file (same device and inode,
-header re-read), and `begin_read_cookie` re-runs the full schema check whenever SQLite's
-schema cookie differs from the one last verified. A replaced file gets a fresh connection.
+worker thread keeps its last few connections. Safety is unchanged: every checkout re-checks,
+through the store's `.lwc` directory handle, that the file is still the same regular,
+rollback-journal SQLite file with plain sidecars (same device and inode, header re-read), and
+`begin_read_cookie` re-runs the full schema check whenever SQLite's schema cookie differs from
+the one last verified. A replaced file gets a fresh connection, itself verified to hold
+exactly the file the handle names (`handles.open_checked`), so a pooled connection can never
+read anything but the file it was checked against.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -19,7 +23,10 @@ from typing import Final
 
 import attrs
 
-from lwc_trio.memory.store import PROGRESS_STEPS, check_file, open_reader
+from lwc_trio.exceptions import StoreChanged
+from lwc_trio.memory import handles
+from lwc_trio.memory.handles import STORE_DIR_FLAGS, inspect_store
+from lwc_trio.memory.store import PROGRESS_STEPS, open_reader
 
 PER_THREAD: Final = 4
 """Connections kept by one worker thread (least recently used go first)."""
@@ -33,6 +40,37 @@ class Reader:
     identity: tuple[int, int]
     conn: sqlite3.Connection
     verified_cookie: int | None = None
+    broken: bool = False
+    """Something odd happened on this connection: close it instead of pooling it."""
+
+
+# SQLite keeps the descriptor of a connection closed while another connection of this
+# process holds a lock on the same file, and hands it to the next connection opened to
+# that file: that connection's descriptor could then not be verified (`open_checked`).
+# So a connection is closed only when no reader of its file is checked out; until then it
+# waits here.
+_BOOK = threading.Lock()
+_ACTIVE: dict[tuple[int, int], int] = {}
+_WAITING: dict[tuple[int, int], list[sqlite3.Connection]] = {}
+_LIVE: dict[tuple[int, int], int] = {}
+"""Open connections per file; the file's kept descriptor (`handles`) closes with the last."""
+
+
+def _enter(identity: tuple[int, int]) -> None:
+    with _BOOK:
+        _ACTIVE[identity] = _ACTIVE.get(identity, 0) + 1
+
+
+def _leave(identity: tuple[int, int]) -> None:
+    with _BOOK:
+        left = _ACTIVE[identity] - 1
+        if left:
+            _ACTIVE[identity] = left
+            return
+        del _ACTIVE[identity]
+        waiting = _WAITING.pop(identity, [])
+        for conn in waiting:
+            _close_now(identity, conn)
 
 
 class _ThreadPool(OrderedDict[str, Reader]):
@@ -46,7 +84,10 @@ class _ThreadPool(OrderedDict[str, Reader]):
 
     def __del__(self) -> None:
         for reader in self.values():
-            _close(reader)
+            try:
+                _close(reader)
+            except Exception:  # interpreter shutdown: module globals are gone
+                reader.conn.close()
 
 
 _local = threading.local()
@@ -60,26 +101,60 @@ def _pool() -> _ThreadPool:
     return pool
 
 
-def checkout(path: Path, cancelled: threading.Event) -> Reader:
+def checkout(path: Path, cancelled: threading.Event, *, dir_fd: int | None = None) -> Reader:
     """A read-only connection to `path` for this thread, interrupted once `cancelled` is set.
 
-    Raises `StoreError` when the file is not (or no longer) a usable store.
+    `dir_fd` is the handle of the store's `.lwc` directory (the server's walk holds one);
+    without it the directory is opened by path for this call. Raises `StoreError` when the
+    file is not (or no longer) a usable store, `StoreChanged` when it changed meanwhile.
     """
+    if dir_fd is None:
+        fd = os.open(path.parent, STORE_DIR_FLAGS)
+        try:
+            return checkout(path, cancelled, dir_fd=fd)
+        finally:
+            os.close(fd)
     key = str(path)
-    identity = check_file(path)
+    identity = inspect_store(dir_fd)
     reader = _pool().pop(key, None)
     if reader is not None and reader.identity != identity:
         _close(reader)
         reader = None
-    if reader is None:
-        return Reader(key, identity, open_reader(path, cancelled))
-    reader.conn.set_progress_handler(lambda: 1 if cancelled.is_set() else 0, PROGRESS_STEPS)
-    return reader
+    _enter(identity)
+    try:
+        if reader is None:
+            reader = Reader(key, identity, _open_verified(path, cancelled, identity))
+            with _BOOK:
+                _LIVE[identity] = _LIVE.get(identity, 0) + 1
+            return reader
+        reader.conn.set_progress_handler(lambda: 1 if cancelled.is_set() else 0, PROGRESS_STEPS)
+        return reader
+    except BaseException:
+        _leave(identity)
+        raise
+
+
+OPEN_TRIES: Final = 4
+"""Verification fails when another thread takes the descriptor number first; try again
+at once a few times before the caller's slower retry."""
+
+
+def _open_verified(
+    path: Path, cancelled: threading.Event, identity: tuple[int, int]
+) -> sqlite3.Connection:
+    for attempt in range(OPEN_TRIES):
+        try:
+            return open_reader(path, cancelled, expected=identity)
+        except StoreChanged:
+            if attempt == OPEN_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def checkin(reader: Reader, *, reusable: bool) -> None:
     """Return a connection after its transaction ended; close it unless `reusable`."""
     reader.conn.set_progress_handler(None, 0)
+    _leave(reader.identity)
     if not reusable or reader.conn.in_transaction:
         _close(reader)
         return
@@ -90,5 +165,21 @@ def checkin(reader: Reader, *, reusable: bool) -> None:
 
 
 def _close(reader: Reader) -> None:
+    with _BOOK:
+        if reader.identity in _ACTIVE:
+            _WAITING.setdefault(reader.identity, []).append(reader.conn)
+            return
+        _close_now(reader.identity, reader.conn)
+
+
+def _close_now(identity: tuple[int, int], conn: sqlite3.Connection) -> None:
+    # Caller holds _BOOK. Connections are opened with check_same_thread=False: a deferred
+    # close runs in whichever thread returned the file's last reader.
     with contextlib.suppress(sqlite3.Error):
-        reader.conn.close()
+        conn.close()
+    left = _LIVE.get(identity, 1) - 1
+    if left > 0:
+        _LIVE[identity] = left
+        return
+    _LIVE.pop(identity, None)
+    handles.forget_head(identity)

@@ -100,6 +100,8 @@ class PageBody:
     provenance: tuple[str, ...]
     links: tuple[str, ...]
     updated_at: str
+    cut: bool = False
+    """A field other than the body was cut to its SPEC §2 limit (see `bounds.py`)."""
 
     def to_json(self, allowed: int) -> dict[str, Any]:
         """The SPEC §4 page object with the body cut to `allowed` characters."""
@@ -114,7 +116,7 @@ class PageBody:
             "provenance": list(self.provenance),
             "links": list(self.links),
             "updatedAt": self.updated_at,
-            "truncated": len(body) < self.length,
+            "truncated": self.cut or len(body) < self.length,
         }
 
 

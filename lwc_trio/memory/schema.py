@@ -12,7 +12,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-from lwc_trio.exceptions import StoreError
+from lwc_trio.exceptions import ForeignStoreError, StoreError
 
 __all__ = [
     "DDL",
@@ -23,6 +23,7 @@ __all__ = [
     "check_header",
     "check_schema",
     "expected_schema",
+    "parse_count",
 ]
 
 FORMAT_VERSION = 3
@@ -173,13 +174,19 @@ def _schema_rows(conn: sqlite3.Connection) -> set[SchemaRow]:
             raise StoreError("store_corrupt", "the store's schema table is malformed")
         if not (sql is None or isinstance(sql, str)):
             raise StoreError("store_corrupt", "the store's schema table is malformed")
+        # Every object is compared by its complete definition, FTS5's shadow tables too: a
+        # generated column or a default expression planted in one would otherwise run.
         result.add((kind, name, table, _normalize(sql)))
     return result
 
 
 @functools.cache
 def expected_schema() -> frozenset[SchemaRow]:
-    """The `sqlite_master` rows a current-format store has (built once in memory)."""
+    """The `sqlite_master` rows a current-format store has (built once in memory).
+
+    Built from `DDL` by this process's SQLite, so the FTS5 shadow tables are exactly the
+    ones the CLI creates with the same library, and any change to `DDL` is followed.
+    """
     conn = sqlite3.connect(":memory:")
     try:
         for statement in DDL:
@@ -189,14 +196,28 @@ def expected_schema() -> frozenset[SchemaRow]:
         conn.close()
 
 
+LWC_VERSION_MAX = 255
+"""The largest `user_version` taken for an LWC store's format (LWC 0.16 writes 16)."""
+
+
 def check_header(head: bytes) -> None:
     """Refuse a file that is not a rollback-journal SQLite database.
 
     A WAL-mode file would make even a read-only reader create `-wal`/`-shm` files, so it is
-    refused before SQLite ever sees it. Raises `StoreError(store_corrupt)`.
+    refused before SQLite ever sees it. Raises `StoreError(store_corrupt)`, or
+    `ForeignStoreError` for an LWC store (a non-zero `user_version` at header offset 60; LWC
+    0.16 writes 16), as `lwc_import.lwc_store_version` tells them apart.
     """
     if len(head) < 100 or not head.startswith(SQLITE_HEADER):
         raise StoreError("store_corrupt", "the store is not an SQLite database")
+    lwc_version = int.from_bytes(head[60:64], "big")
+    # lwc_trio stores keep user_version 0; LWC counts its formats there (0.16 writes 16). A
+    # damaged header (bytes all 0xff) is not taken for one.
+    if 0 < lwc_version <= LWC_VERSION_MAX and head[18] in (1, 2) and head[19] in (1, 2):
+        raise ForeignStoreError(
+            f"a Wiki written by LWC (SQLite user_version {lwc_version}); lwc reads its own "
+            "format: convert it with `lwc import --from-lwc` (LWC's files are kept unchanged)"
+        )
     if head[18] != 1 or head[19] != 1:
         raise StoreError("store_corrupt", "the store is not in rollback-journal mode")
 
@@ -207,28 +228,44 @@ def read_format_version(conn: sqlite3.Connection) -> int:
     if len(meta) != 1 or meta[0][0] != "table" or _normalize(meta[0][1]) != _normalize(DDL[0]):
         raise StoreError("store_corrupt", "the store has no valid meta table")
     row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-    if row is None or not isinstance(row[0], str) or not row[0].isdigit():
+    number = None if row is None else parse_count(row[0])
+    if number is None:
         raise StoreError("store_corrupt", "the store has no valid format_version")
-    return int(row[0])
+    return number
+
+
+def parse_count(raw: object) -> int | None:
+    """A `meta` counter: ASCII digits only (`'²'.isdigit()` is true), at most 18 of them."""
+    if isinstance(raw, str) and 0 < len(raw) <= 18 and raw.isascii() and raw.isdigit():
+        return int(raw)
+    return None
 
 
 def check_schema(conn: sqlite3.Connection) -> None:
     """Refuse a store whose objects differ from the current format in any way.
 
     A cloned repository can ship a hostile `wiki.db` (views or triggers in place of tables,
-    extra objects): anything but the exact expected schema is `store_corrupt`.
+    extra objects, a shadow table with a generated column): anything but the exact expected
+    schema, every object's normalised SQL included, is `store_corrupt`.
     """
     actual = _schema_rows(conn)
     expected = expected_schema()
     if actual != expected:
-        extra = sorted(row[1] for row in actual - expected)
-        missing = sorted(row[1] for row in expected - actual)
+        extra = sorted({row[1] for row in actual - expected})
+        missing = sorted({row[1] for row in expected - actual})
         detail = ", ".join(
             part
             for part in (
-                f"unexpected: {', '.join(extra)}" if extra else "",
-                f"missing or different: {', '.join(missing)}" if missing else "",
+                f"unexpected: {_names(extra)}" if extra else "",
+                f"missing or different: {_names(missing)}" if missing else "",
             )
             if part
         )
         raise StoreError("store_corrupt", f"the store's schema is not a Wiki schema ({detail})")
+
+
+def _names(names: list[str], shown: int = 5) -> str:
+    """At most `shown` names of at most 64 characters: a hostile schema names thousands."""
+    cut = [name if len(name) <= 64 else name[:63] + "…" for name in names[:shown]]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(cut) + more

@@ -23,12 +23,14 @@ from urllib.parse import quote
 import attrs
 
 from lwc_trio.exceptions import StoreError
+from lwc_trio.memory.handles import open_checked
 from lwc_trio.memory.schema import (
     DDL,
     FORMAT_VERSION,
     MIGRATIONS,
     check_header,
     check_schema,
+    parse_count,
     read_format_version,
 )
 
@@ -58,6 +60,8 @@ WRITE_BUSY_TIMEOUT_S = 10.0
 READER_CACHE_KIB = 1024
 # The progress handler runs every this many SQLite VM steps.
 PROGRESS_STEPS = 1000
+STORE_ID_MAX = 256
+"""A `store_id` is an identifier in answers (SPEC §2: ≤ 256 characters); longer is corrupt."""
 
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
@@ -102,15 +106,24 @@ def translate_error(exc: sqlite3.Error) -> StoreError | Interrupted:
         return StoreError("store_busy", "the store is locked by a writer")
     if primary == _SQLITE_CANTOPEN:
         return StoreError("store_not_found", "the store file could not be opened")
-    return StoreError("store_corrupt", f"the store could not be read ({exc})")
+    return StoreError("store_corrupt", f"the store could not be read ({_bounded(exc)})")
+
+
+ERROR_DETAIL_MAX = 200
+"""Characters of an SQLite message quoted in an error (a hostile store picks its names)."""
+
+
+def _bounded(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= ERROR_DETAIL_MAX else text[: ERROR_DETAIL_MAX - 1] + "…"
 
 
 def _open_nofollow(path: Path) -> int:
-    # O_NOFOLLOW: the caller checked for symlinks, but the file could be swapped since.
+    # O_NOFOLLOW: the caller checked for symlinks, but the file could be swapped since;
+    # O_NONBLOCK: a FIFO swapped in must not block the open.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        return os.open(
-            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        )
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise StoreError("store_not_found", "the store file does not exist") from None
     except OSError as exc:
@@ -144,17 +157,41 @@ def check_file(path: Path) -> tuple[int, int]:
         os.close(fd)
 
 
-def open_reader(path: Path, cancelled: threading.Event | None = None) -> sqlite3.Connection:
+def open_reader(
+    path: Path,
+    cancelled: threading.Event | None = None,
+    *,
+    expected: tuple[int, int] | None = None,
+) -> sqlite3.Connection:
     """Open `path` read-only for this thread. Raises `StoreError`.
 
     With `cancelled`, every statement is interrupted (`Interrupted`) once the event is set.
+    With `expected` (the server), the header was checked through a directory handle and the
+    connection is kept only when SQLite opened exactly that (device, inode): see
+    `handles.open_checked` (raises `StoreChanged` otherwise). Without it (`lwc doctor`, a
+    CLI process) the header is checked by path first.
     """
-    check_header(_read_head(path))
-    uri = f"file:{quote(str(path))}?mode=ro"
-    try:
-        conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, timeout=READ_BUSY_SLICE_MS / 1000
+    # readonly_shm: should the header turn to WAL between the check and SQLite's own read,
+    # SQLite must not create a `-shm` (the WAL case is then refused after reading).
+    uri = f"file:{quote(str(path))}?mode=ro&readonly_shm=1"
+
+    def connect() -> sqlite3.Connection:
+        # check_same_thread=False: used by one thread at a time, but the pool may close it
+        # from another (see `pool._close`).
+        return sqlite3.connect(
+            uri,
+            uri=True,
+            isolation_level=None,
+            timeout=READ_BUSY_SLICE_MS / 1000,
+            check_same_thread=False,
         )
+
+    try:
+        if expected is None:
+            check_header(_read_head(path))
+            conn = connect()
+        else:
+            conn = open_checked(connect, expected)
     except sqlite3.Error as exc:
         raise translate_error(exc) from None
     try:
@@ -187,13 +224,14 @@ def _parse_info(values: dict[object, object]) -> StoreInfo:
         raw = values.get(key)
         if raw is None and not required:
             return None
-        if not isinstance(raw, str) or not raw.isdigit():
+        number = parse_count(raw)
+        if number is None:
             raise StoreError("store_corrupt", f"the store's meta value {key!r} is invalid")
-        return int(raw)
+        return number
 
     store_id = values.get("store_id")
-    if not isinstance(store_id, str) or not store_id:
-        raise StoreError("store_corrupt", "the store has no store_id")
+    if not isinstance(store_id, str) or not 0 < len(store_id) <= STORE_ID_MAX:
+        raise StoreError("store_corrupt", "the store has no valid store_id")
     store_revision = integer("store_revision")
     content_revision = integer("content_revision")
     assert store_revision is not None and content_revision is not None
@@ -234,11 +272,11 @@ def begin_read_cookie(
         # With the cookie unchanged, `meta` is still the table verified above, and one read
         # of it gives both the format version (a value a writer can change) and the info.
         values = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        raw = values.get("format_version")
-        if not isinstance(raw, str) or not raw.isdigit():
+        current = parse_count(values.get("format_version"))
+        if current is None:
             raise StoreError("store_corrupt", "the store has no valid format_version")
-        if int(raw) != FORMAT_VERSION:
-            raise _version_error(int(raw))
+        if current != FORMAT_VERSION:
+            raise _version_error(current)
         return _parse_info(values), cookie
     except sqlite3.Error as exc:
         raise translate_error(exc) from None

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import StoreError, WikiError
+from lwc_trio.memory.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.graph import (
     build_projection,
     graph_status,
@@ -103,6 +104,18 @@ def validate_page(page: PageInput) -> None:
         raise WikiError("invalid_page", "a page needs a non-empty title")
     if not page.kind.strip():
         raise WikiError("invalid_page", "a page kind must not be empty")
+    # The limits every answer holds to (SPEC §2): a Wiki written by lwc never needs cutting.
+    for field, value, limit in (
+        ("title", page.title, TITLE_MAX),
+        ("kind", page.kind, KIND_MAX),
+        ("summary", page.summary or "", SUMMARY_MAX),
+    ):
+        if len(value) > limit:
+            raise WikiError(
+                "invalid_page",
+                f"page {page.slug[:64]!r}: the {field} has {len(value)} characters "
+                f"(at most {limit})",
+            )
     if "\x00" in page.body or len(page.body.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise WikiError("invalid_page", "a page body must be text of at most 64 MiB")
     for value in page.provenance:
@@ -373,6 +386,12 @@ class Wiki:
         self, sources: Sequence[SourceInput], *, progress: Progress | None = None
     ) -> list[dict[str, Any]]:
         """Store Source snapshots in one transaction, deduplicated by SHA-256."""
+        for source in sources:
+            if len(source.title) > TITLE_MAX:
+                raise WikiError(
+                    "invalid_source",
+                    f"a source title has {len(source.title)} characters (at most {TITLE_MAX})",
+                )
         out: list[dict[str, Any]] = []
         now = utc_now()
         try:

@@ -8,6 +8,7 @@ as is (an error answer). Every error carries `data.kind` (SPEC §1.3).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Final
 
 import attrs
@@ -232,10 +233,26 @@ def _invalid(rid: RequestId | None, why: str) -> dict[str, Any]:
 
 
 def to_bytes(message: dict[str, Any]) -> bytes:
-    """Compact UTF-8 JSON, non-ASCII kept as is (an HTTP body, or a line before framing)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact strict UTF-8 JSON, non-ASCII kept as is (an HTTP body, or a line before
+    framing). A non-finite number is written as `null`, never as `NaN`/`Infinity`."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite(message), ensure_ascii=False, separators=(",", ":"))
+    return text.encode()
 
 
 def encode(message: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON plus the newline that frames it on stdio."""
     return to_bytes(message) + b"\n"
+
+
+def finite(obj: Any) -> Any:
+    """A copy of `obj` with every non-finite float replaced by None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {key: finite(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(value) for value in obj]
+    return obj

@@ -11,6 +11,7 @@ import json
 from typing import Any, Final
 
 from lwc_trio.protocol.arguments import ExploreArgs
+from lwc_trio.protocol.jsonrpc import finite
 
 NOT_REQUESTED: Final = {"state": "not_requested"}
 
@@ -134,8 +135,16 @@ def build_result(
 
 
 def dumps(obj: Any) -> str:
-    """Compact JSON, non-ASCII kept as is (the text block's form)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """Compact strict JSON, non-ASCII kept as is (the text block's form).
+
+    Never writes `NaN` or `Infinity` (RFC 8259 has neither; Node's `JSON.parse` rejects the
+    whole line): the planes refuse non-finite numbers, and should one slip through anyway it
+    is written as `null`.
+    """
+    try:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        return json.dumps(finite(obj), ensure_ascii=False, separators=(",", ":"))
 
 
 def tool_result(structured: dict[str, Any], is_error: bool) -> dict[str, Any]:
@@ -152,8 +161,50 @@ def tool_response(request_id: Any, structured: dict[str, Any], is_error: bool) -
 
     Byte for byte `dumps(jsonrpc.result(request_id, tool_result(...)))`, but the structured
     content is encoded once and spliced in twice (escaped as the text block, and as itself):
-    encoding it twice was a tenth of the server's time per call.
+    encoding it twice was a tenth of the server's time per call. The line never exceeds
+    `MAX_RESPONSE_BYTES` (SPEC §2): a larger answer is shrunk by `shrink_step` first.
     """
+    while True:
+        line = _tool_line(request_id, structured, is_error)
+        if len(line) <= MAX_RESPONSE_BYTES or not shrink_step(structured):
+            return line
+
+
+MAX_RESPONSE_BYTES: Final = 512 * 1024 - 1
+"""The longest JSON-RPC response line, without its newline (the line with it is 512 KiB)."""
+
+
+def shrink_step(structured: dict[str, Any]) -> bool:
+    """Make an answer that is too long to send smaller by one step; False when nothing is left.
+
+    Every field is bounded already, but 20 results, their pages and links can still add up
+    (and every character is sent twice, once escaped). The steps keep what matters most:
+    drop the last page body, then the graph neighbourhood, then the last result; then halve
+    the code text. Deterministic: the same answer is always shrunk the same way.
+    """
+    memory = structured.get("memory")
+    if isinstance(memory, dict) and memory.get("state") == "ready":
+        if memory["pages"]:
+            memory["pages"].pop()
+            return True
+        for item in memory["graph"]:
+            if "neighborhood" in item:
+                del item["neighborhood"]
+                item.pop("seed", None)
+                return True
+        if memory["results"]:
+            memory["results"].pop()
+            return True
+    code = structured.get("codeGraph")
+    if isinstance(code, dict) and code.get("state") == "ready" and code.get("text"):
+        text = code["text"]
+        code["text"] = text[: len(text) // 2]
+        code["truncated"] = True
+        return True
+    return False
+
+
+def _tool_line(request_id: Any, structured: dict[str, Any], is_error: bool) -> bytes:
     text = dumps(structured)
     return (
         '{"jsonrpc":"2.0","id":'
