@@ -12,8 +12,8 @@ import pytest
 from conftest import lwc_command
 from conftest_memory import ask, new_store, page, put_pages
 
+from lwc_trio.exceptions import MemoryCancelled, StoreChanged
 from lwc_trio.memory import engine
-from lwc_trio.memory.engine import MemoryCancelled
 from lwc_trio.memory.tokenize import index_terms, tokenize
 
 
@@ -208,11 +208,11 @@ def test_vocabulary_is_built_once_and_survives_a_timed_out_request(
     calls: list[Path] = []
     real = engine.load_vocabulary
 
-    def slow(path: Path) -> object:
+    def slow(path: Path, identity: tuple[int, int]) -> object:
         calls.append(path)
         started.set()
         release.wait(30)
-        return real(path)
+        return real(path, identity)
 
     monkeypatch.setattr(engine, "load_vocabulary", slow)
     builds_before = engine.VOCABULARIES.builds
@@ -264,3 +264,14 @@ def test_readme_example_through_the_cli(workspace: Path, lwc_env: dict[str, str]
     memory = json.loads(explored.stdout)["memory"]
     assert [r["identifier"] for r in memory["results"]] == ["auth-flow"]
     assert memory["results"][0]["snippet"] == "Login uses OAuth device codes"
+
+
+def test_vocabulary_is_kept_only_from_the_file_the_request_verified(tmp_path: Path) -> None:
+    """A vocabulary build that finds another file at the store's path (a directory swapped
+    after the request verified its store) fails instead of reading that file."""
+    project, db, home = setup(tmp_path)
+    put_pages(db, [page("d", "Deployment", "x")])
+    info = db.stat()
+    assert engine.load_vocabulary(db, (info.st_dev, info.st_ino)) is not None
+    with pytest.raises(StoreChanged):
+        engine.load_vocabulary(db, (info.st_dev, info.st_ino + 1))

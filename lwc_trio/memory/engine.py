@@ -36,7 +36,6 @@ from lwc_trio.memory.store import (
     StoreInfo,
     begin_read,
     begin_read_cookie,
-    open_reader,
     translate_error,
 )
 from lwc_trio.memory.tokenize import MAX_TERMS, QueryTerm, parse_query
@@ -64,14 +63,28 @@ CHANGED_PAUSE_S = 0.002
 VOCABULARIES: BuildOnce[Vocabulary] = BuildOnce(4, name="lwc-vocabulary")
 
 
-def load_vocabulary(path: Path) -> Vocabulary:
-    """Read a store's vocabulary on a connection of its own (run by `VOCABULARIES`)."""
-    conn = open_reader(path)
+def load_vocabulary(path: Path, identity: tuple[int, int]) -> Vocabulary:
+    """Read a store's vocabulary on a connection of its own (run by `VOCABULARIES`).
+
+    The build outlives the request that started it, and with it the request's directory
+    handles, so it opens the store again through the pool's gate and keeps what it read only
+    when that is the very file the request verified (`identity`): a directory swapped in
+    meanwhile fails the build (`StoreChanged`) and the next request tries again. Its
+    connection closes through the pool, never under another reader's lock.
+    """
+    reader = checkout(path, threading.Event())
     try:
-        begin_read(conn)
-        return build_vocabulary(conn)
+        if reader.identity != identity:
+            raise StoreChanged(f"{path} changed while its vocabulary was read")
+        begin_read(reader.conn)
+        return build_vocabulary(reader.conn)
     finally:
-        conn.close()
+        try:
+            if reader.conn.in_transaction:
+                reader.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        checkin(reader, reusable=False)
 
 
 @attrs.frozen
@@ -166,13 +179,14 @@ def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[Reader, StoreInfo]
 
 def _answer(
     ref: StoreRef,
-    conn: sqlite3.Connection,
+    reader: Reader,
     info: StoreInfo,
     query: str,
     parsed: tuple[Sequence[QueryTerm], str],
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
+    conn = reader.conn
     key = (str(ref.path), info.store_id, info.store_revision)
     terms, phrase = parsed
     if not terms:
@@ -182,7 +196,9 @@ def _answer(
         terms,
         limit,
         degrees=lambda slugs: load_degrees(conn, slugs),
-        vocabulary=lambda: VOCABULARIES.get(key, lambda: load_vocabulary(ref.path), cancelled),
+        vocabulary=lambda: VOCABULARIES.get(
+            key, lambda: load_vocabulary(ref.path, reader.identity), cancelled
+        ),
         cancelled=cancelled,
         phrase=phrase,
     )
@@ -219,7 +235,7 @@ def _read_one(
 ) -> StoreAnswer:
     reader, info = opened
     try:
-        answer = _answer(ref, reader.conn, info, query, parsed, limit, cancelled)
+        answer = _answer(ref, reader, info, query, parsed, limit, cancelled)
         # The header is checked before every transaction, but a file rewritten in between
         # could still have made SQLite read it as WAL (from a `-wal` beside it): discard.
         mode = reader.conn.execute("PRAGMA journal_mode").fetchone()
