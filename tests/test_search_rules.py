@@ -269,7 +269,7 @@ def test_readme_example_through_the_cli(workspace: Path, lwc_env: dict[str, str]
 def test_vocabulary_is_kept_only_from_the_file_the_request_verified(tmp_path: Path) -> None:
     """A vocabulary build that finds another file at the store's path (a directory swapped
     after the request verified its store) fails instead of reading that file."""
-    project, db, home = setup(tmp_path)
+    _, db, _ = setup(tmp_path)
     put_pages(db, [page("d", "Deployment", "x")])
     info = db.stat()
     assert engine.load_vocabulary(db, (info.st_dev, info.st_ino)) is not None
