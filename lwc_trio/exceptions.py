@@ -113,3 +113,43 @@ class ConfigSyntaxError(ValueError):
 
 class DuplicateKeyError(ConfigSyntaxError):
     """A key lwc has to edit occurs twice in one object (which one the host uses is unclear)."""
+
+
+# -- the request path (arguments, planes, lanes, the CodeGraph child) ---------------
+
+
+class ArgumentError(Exception):
+    """An `lwc_explore` argument broke a rule of SPEC §2: becomes an `isError` tool result.
+
+    `code` is the SPEC §2.1 code, `message` says what is wrong, `field` names the argument as
+    the client sent it.
+    """
+
+    def __init__(self, code: str, message: str, field: str) -> None:
+        super().__init__(code, message, field)
+        self.code = code
+        self.message = message
+        self.field = field
+
+    def to_json(self) -> dict[str, object]:
+        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+class WorkerCrashed(Exception):
+    """A plane worker died (injected `crash`); its supervisor restarts it."""
+
+
+class LaneClosed(Exception):
+    """A thread lane shut down before the job could run."""
+
+
+class ChildFailed(Exception):
+    """Starting or talking to the CodeGraph child failed: a SPEC §2.1 `code` and a `message`.
+
+    The code plane answers the request with exactly these (an `error` state).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

@@ -12,7 +12,8 @@ import pytest
 import trio
 import trio.testing
 
-from lwc_trio.actors.lanes import LaneClosed, ThreadLane, open_lane
+from lwc_trio.actors.lanes import ThreadLane, open_lane
+from lwc_trio.exceptions import LaneClosed
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from typing import Any
 import cattrs
 import pytest
 
-from lwc_trio.protocol.arguments import CONVERTER, ArgumentError, ExploreArgs, validate
+from lwc_trio.exceptions import ArgumentError
+from lwc_trio.protocol.arguments import CONVERTER, ExploreArgs, validate
 
 BASE: dict[str, Any] = {"query": "q", "projectPath": "/ws"}
 

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lwc_trio.actors.planes import GARBAGE
+from lwc_trio.exceptions import ArgumentError
 from lwc_trio.protocol import jsonrpc
-from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
+from lwc_trio.protocol.arguments import ExploreArgs
 from lwc_trio.protocol.results import (
     CODE_CODES,
     MEMORY_CODES,

@@ -9,7 +9,8 @@ import jsonschema
 import mcp.types
 import pytest
 
-from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs, validate
+from lwc_trio.exceptions import ArgumentError
+from lwc_trio.protocol.arguments import ExploreArgs, validate
 from lwc_trio.protocol.results import NOT_REQUESTED, build_result, plane_error
 from lwc_trio.protocol.tool import TOOL_NAME, input_schema, output_schema, tool_definition
 

@@ -24,9 +24,9 @@ import attrs
 import outcome
 import trio
 
-from lwc_trio.actors.lanes import LaneClosed, ThreadLane, open_lane
+from lwc_trio.actors.lanes import ThreadLane, open_lane
 from lwc_trio.config import ServerConfig
-from lwc_trio.exceptions import PathRuleError
+from lwc_trio.exceptions import LaneClosed, PathRuleError
 from lwc_trio.faults import Fault, FaultPlan
 from lwc_trio.paths import authorize_project_path
 

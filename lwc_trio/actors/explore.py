@@ -24,9 +24,9 @@ import trio
 from lwc_trio.actors.authorizer import AuthJob, authorize
 from lwc_trio.actors.planes import PlaneAnswer, PlaneClient, PlaneName
 from lwc_trio.config import ServerConfig
-from lwc_trio.exceptions import PathRuleError
+from lwc_trio.exceptions import ArgumentError, PathRuleError
 from lwc_trio.protocol import jsonrpc, session
-from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs, validate
+from lwc_trio.protocol.arguments import ExploreArgs, validate
 from lwc_trio.protocol.results import NOT_REQUESTED, build_result, tool_response, tool_result
 
 log = logging.getLogger("lwc.explore")

@@ -43,7 +43,9 @@ import attrs
 import outcome
 import trio
 
-__all__ = ["MAX_STUCK", "LaneClosed", "ThreadLane", "open_lane"]
+from lwc_trio.exceptions import LaneClosed
+
+__all__ = ["MAX_STUCK", "ThreadLane", "open_lane"]
 
 T = TypeVar("T")
 
@@ -53,10 +55,6 @@ MAX_STUCK: Final = 16
 """Written-off threads a lane tolerates at once before it stops replacing them."""
 DEFAULT_QUEUE: Final = 64
 """Jobs waiting beyond the running ones, by default (the size of an actor's mailbox)."""
-
-
-class LaneClosed(Exception):
-    """The lane shut down before the job could run."""
 
 
 @attrs.define(eq=False)

@@ -29,8 +29,9 @@ import trio
 
 from lwc_trio.actors.lanes import open_lane
 from lwc_trio.config import ServerConfig
+from lwc_trio.exceptions import ArgumentError, WorkerCrashed
 from lwc_trio.faults import Fault, FaultPlan
-from lwc_trio.protocol.arguments import ArgumentError, ExploreArgs
+from lwc_trio.protocol.arguments import ExploreArgs
 from lwc_trio.protocol.results import check_plane, fault_code, plane_error
 
 log = logging.getLogger("lwc.planes")
@@ -65,10 +66,6 @@ timeout answer before concluding the worker itself is stuck."""
 
 GARBAGE: Final = {"state": "ready", "results": "\x00garbage"}
 """What a `garbage` fault makes a plane answer: the right state, a wrong shape."""
-
-
-class WorkerCrashed(Exception):
-    """A plane worker died (injected `crash`); its supervisor restarts it."""
 
 
 class InjectedFault(Exception):

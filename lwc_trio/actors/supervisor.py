@@ -24,12 +24,12 @@ from lwc_trio.actors.planes import (
     PlaneJob,
     PlaneName,
     PlaneWorker,
-    WorkerCrashed,
     code_engine,
     memory_engine,
     plane_clients,
 )
 from lwc_trio.config import ServerConfig
+from lwc_trio.exceptions import WorkerCrashed
 from lwc_trio.faults import FaultPlan
 
 log = logging.getLogger("lwc.supervisor")

@@ -30,8 +30,9 @@ import trio
 from lwc_trio.codegraph import wire
 from lwc_trio.codegraph.index import error_state
 from lwc_trio.codegraph.runtime import child_env
+from lwc_trio.exceptions import ChildFailed
 
-__all__ = ["ChildFailed", "CodeGraphChild", "Failure"]
+__all__ = ["CodeGraphChild", "Failure"]
 
 # Goes wherever `lwc serve` sends its logs (stderr, only with LWC_LOG set): never stdout.
 log = logging.getLogger("lwc.codegraph")
@@ -56,13 +57,9 @@ class Failure:
     def state(self) -> dict[str, Any]:
         return error_state(self.code, self.message)
 
-
-class ChildFailed(Exception):
-    """Starting or talking to the child failed; `failure` is the answer to give."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
+    def error(self) -> ChildFailed:
+        """The exception that carries this failure out of `start()`."""
+        return ChildFailed(self.code, self.message)
 
 
 @attrs.define(eq=False)
@@ -123,9 +120,9 @@ class CodeGraphChild:
             )
         except OSError as exc:
             self._exited.set()
-            raise ChildFailed(
-                Failure("codegraph_crashed", f"could not start CodeGraph: {exc.strerror or exc}")
-            ) from None
+            raise Failure(
+                "codegraph_crashed", f"could not start CodeGraph: {exc.strerror or exc}"
+            ).error() from None
         self._process, self.pid = process, process.pid
         log.info("started CodeGraph pid %d for %s", process.pid, self.root)
         assert process.stdout is not None and process.stderr is not None
@@ -340,15 +337,15 @@ class CodeGraphChild:
             self.kill(Failure("codegraph_crashed", "the CodeGraph start was abandoned"))
             raise
         if pending.failure is not None:
-            raise ChildFailed(pending.failure)
+            raise pending.failure.error()
         assert pending.response is not None
         result = pending.response.result
         if result is None or not isinstance(result.get("protocolVersion"), str):
             failure = Failure("codegraph_crashed", "CodeGraph refused the MCP handshake")
             self.kill(failure)
-            raise ChildFailed(failure)
+            raise failure.error()
         if not await self._send(wire.initialized_notification()):
-            raise ChildFailed(self._failure or Failure("codegraph_crashed", "CodeGraph exited"))
+            raise (self._failure or Failure("codegraph_crashed", "CodeGraph exited")).error()
         self._phase = "while idle"
 
     async def call(

@@ -29,7 +29,7 @@ import attrs
 import trio
 
 from lwc_trio.codegraph import wire
-from lwc_trio.codegraph.child import ChildFailed, CodeGraphChild, Failure
+from lwc_trio.codegraph.child import CodeGraphChild, Failure
 from lwc_trio.codegraph.index import (
     DB_NAME,
     IndexInvalid,
@@ -41,6 +41,7 @@ from lwc_trio.codegraph.index import (
     readiness,
 )
 from lwc_trio.codegraph.result import error_reply_state, interpret_tool_result
+from lwc_trio.exceptions import ChildFailed
 
 __all__ = [
     "QUEUE_LIMIT",
@@ -120,7 +121,7 @@ class CodePlane:
             try:
                 child = await self._child_for(ready)
             except ChildFailed as exc:
-                return exc.failure.state()
+                return error_state(exc.code, exc.message)
             arguments = {"query": q.query, "maxFiles": q.max_files, "projectPath": str(ready.root)}
             handed_off = True  # from here the request releases the slot, whenever it settles
             outcome = await child.call(TOOL_NAME, arguments, on_done=self._slot.release)

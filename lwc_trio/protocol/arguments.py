@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 import attrs
 import cattrs
 
+from lwc_trio.exceptions import ArgumentError
 from lwc_trio.protocol.tool import (
     DEFAULT_MAX_DOCUMENTS,
     DEFAULT_MAX_FILES,
@@ -46,18 +47,6 @@ class ExploreArgs:
     @property
     def wants_code(self) -> bool:
         return self.mode in ("code", "all")
-
-
-@attrs.frozen
-class ArgumentError(Exception):
-    """An argument broke a rule: becomes an `isError` tool result."""
-
-    code: str
-    message: str
-    field: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
 
 
 class _WrongType(TypeError):
