@@ -19,7 +19,6 @@ import attrs
 from lwc_trio.exceptions import FaultSpecError
 
 PLANES: Final = ("memory", "code", "auth")
-KINDS: Final = ("hang", "raise", "crash", "garbage", "delay")
 AUTH_KINDS: Final = ("hang", "raise", "delay")
 """The path check has no worker to crash and no result shape to garble."""
 

@@ -61,7 +61,6 @@ class Services:
         self.memory_send, self._memory_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
         self.code_send, self._code_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
         self.auth_send, self._auth_recv = trio.open_memory_channel[AuthJob](MAILBOX_SIZE)
-        self.restarts: dict[PlaneName, int] = {"memory": 0, "code": 0}
 
     def explorer(self) -> Explorer:
         """The explore pipeline over these services."""
@@ -98,4 +97,3 @@ class Services:
             except* Exception as group:
                 log.warning("%s worker failed (%r); restarting", plane, group.exceptions)
                 await trio.sleep(RESTART_BACKOFF)
-            self.restarts[plane] += 1

@@ -41,7 +41,6 @@ CODE_CODES: Final = frozenset(
         "code_internal",
     }
 )
-_PREFIX: Final = {"memory": "memory", "code": "code"}
 
 
 def plane_error(code: str, message: str) -> dict[str, Any]:
