@@ -15,8 +15,8 @@ import pytest
 import trio
 import trio.testing
 
+from lwc_trio.codegraph.explore_output import TEXT_LIMIT
 from lwc_trio.codegraph.plane import QUEUE_LIMIT, CodePlaneConfig, CodeQuery, open_code_plane
-from lwc_trio.codegraph.result import TEXT_LIMIT
 
 FAKE = Path(__file__).parent / "fakes" / "fake_codegraph.py"
 HOST_TOKEN = "ghp_do_not_leak_me"

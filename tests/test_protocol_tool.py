@@ -11,7 +11,7 @@ import pytest
 
 from lwc_trio.exceptions import ArgumentError
 from lwc_trio.protocol.arguments import ExploreArgs, validate
-from lwc_trio.protocol.results import NOT_REQUESTED, build_result, plane_error
+from lwc_trio.protocol.explore_result import NOT_REQUESTED, build_result, plane_error
 from lwc_trio.protocol.tool import TOOL_NAME, input_schema, output_schema, tool_definition
 
 INPUT = jsonschema.Draft202012Validator(input_schema())

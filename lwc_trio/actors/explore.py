@@ -27,7 +27,7 @@ from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import ArgumentError, PathRuleError
 from lwc_trio.protocol import jsonrpc, session
 from lwc_trio.protocol.arguments import ExploreArgs, validate
-from lwc_trio.protocol.results import NOT_REQUESTED, build_result, tool_response, tool_result
+from lwc_trio.protocol.explore_result import NOT_REQUESTED, build_result, tool_response, tool_result
 
 log = logging.getLogger("lwc.explore")
 

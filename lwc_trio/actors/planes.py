@@ -32,7 +32,7 @@ from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import ArgumentError, WorkerCrashed
 from lwc_trio.faults import Fault, FaultPlan
 from lwc_trio.protocol.arguments import ExploreArgs
-from lwc_trio.protocol.results import check_plane, fault_code, plane_error
+from lwc_trio.protocol.explore_result import check_plane, fault_code, plane_error
 
 log = logging.getLogger("lwc.planes")
 

@@ -30,6 +30,7 @@ import trio
 
 from lwc_trio.codegraph import wire
 from lwc_trio.codegraph.child import CodeGraphChild, Failure
+from lwc_trio.codegraph.explore_output import error_reply_state, interpret_tool_result
 from lwc_trio.codegraph.index import (
     DB_NAME,
     IndexInvalid,
@@ -40,7 +41,6 @@ from lwc_trio.codegraph.index import (
     locate_index,
     readiness,
 )
-from lwc_trio.codegraph.result import error_reply_state, interpret_tool_result
 from lwc_trio.exceptions import ChildFailed
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lwc_trio.codegraph.result import (
+from lwc_trio.codegraph.explore_output import (
     TEXT_LIMIT,
     cut_text,
     error_reply_state,

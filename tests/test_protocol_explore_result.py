@@ -15,7 +15,7 @@ from lwc_trio.actors.planes import GARBAGE
 from lwc_trio.exceptions import ArgumentError
 from lwc_trio.protocol import jsonrpc
 from lwc_trio.protocol.arguments import ExploreArgs
-from lwc_trio.protocol.results import (
+from lwc_trio.protocol.explore_result import (
     CODE_CODES,
     MEMORY_CODES,
     NOT_REQUESTED,
