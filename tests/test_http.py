@@ -556,6 +556,16 @@ def test_closing_the_request_cancels_its_work(spawn: Any) -> None:
     assert status == 200
 
 
+def _codegraph_was_asked(state: Path, query: str) -> bool:
+    """Whether the fake CodeGraph logging to `state` has received a call for `query`."""
+    lines = (state / "events.jsonl").read_text().splitlines()
+    messages = (json.loads(line).get("message", {}) for line in lines)
+    return any(
+        m.get("method") == "tools/call" and m["params"]["arguments"]["query"] == query
+        for m in messages
+    )
+
+
 def test_sigterm_lets_in_flight_calls_finish_and_reaps_codegraph(
     spawn: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -579,11 +589,15 @@ def test_sigterm_lets_in_flight_calls_finish_and_reaps_codegraph(
     os.kill(child, 0)  # alive while the server runs
 
     answer: list[tuple[int, dict[str, str], bytes]] = []
-    worker = threading.Thread(
-        target=lambda: answer.append(request(server.port, body=call("slow", workspace)))
-    )
+    # Mode all: the memory half sits in its 1 s delay while the CodeGraph half reaches the
+    # fake, whose log then shows the call is in flight inside the server.
+    slow = call("slow", workspace, mode="all")
+    worker = threading.Thread(target=lambda: answer.append(request(server.port, body=slow)))
     worker.start()
-    time.sleep(0.3)  # the call is now inside its 1 s delay
+    deadline = time.monotonic() + 10
+    while not _codegraph_was_asked(state, "slow"):
+        assert time.monotonic() < deadline, "the slow call never reached the planes"
+        time.sleep(0.01)
     code, stdout = server.stop(signal.SIGTERM)
     worker.join(10)
     assert (code, stdout) == (0, b"")

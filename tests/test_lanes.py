@@ -229,7 +229,7 @@ async def test_growing_lane_lets_a_job_past_a_slow_one() -> None:
             release.set()
 
 
-async def test_growing_lane_never_exceeds_its_threads() -> None:
+async def test_growing_lane_never_exceeds_its_threads(clock: trio.testing.MockClock) -> None:
     """With one thread, the job behind a slow one waits for it, however long."""
     release = threading.Event()
     order: list[str] = []
@@ -242,7 +242,8 @@ async def test_growing_lane_never_exceeds_its_threads() -> None:
         nursery.start_soon(lane.run, slow)
         await trio.testing.wait_all_tasks_blocked()
         nursery.start_soon(lane.run, order.append, "next")
-        await trio.sleep(0.1)
+        await trio.sleep(0.1)  # virtual: ten times grow_after, and the lane decided in-loop
+        assert lane.threads == 1
         assert order == []
         release.set()
     assert order == ["slow", "next"]
