@@ -30,14 +30,18 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def lwc_env(home: Path) -> dict[str, str]:
     """Environment for a child `lwc`: private HOME, no faults, no runtime override."""
-    env = {
+    return child_env(home)
+
+
+def child_env(home: Path) -> dict[str, str]:
+    """What a child `lwc` sees: this PATH, HOME set to `home`, C.UTF-8, this checkout."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(REPO),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    return env
 
 
 def lwc_command(*args: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
-from conftest import REPO, lwc_command
+from conftest import child_env, lwc_command
 
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 
@@ -82,14 +82,7 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> Trees:
     base = tmp_path_factory.mktemp("races").resolve()
     home = base / "home"
     home.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": str(REPO),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "LWC_CODEGRAPH_BINARY": BINARY,
-    }
+    env = {**child_env(home), "LWC_CODEGRAPH_BINARY": BINARY}
     _indexed_project(base / "ws" / "a" / "proj", INSIDE, env)
     _indexed_project(base / "outside" / "a" / "proj", OUTSIDE, env)
     return Trees(base / "ws", base / "outside", env)

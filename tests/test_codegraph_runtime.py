@@ -116,6 +116,8 @@ def test_binary_override_is_used_as_given_and_never_falls_back(tmp_path: Path) -
 def test_child_env_is_minimal_and_carries_no_host_tokens() -> None:
     """Only PATH, HOME, LANG pass; the telemetry/daemon/watch/update switches are forced."""
     env = child_env(HOST)
+    # Spelled out on purpose rather than built from runtime._FIXED_ENV: the test pins the
+    # exact environment the child gets, so a switch dropped from the table fails here.
     assert env == {
         "PATH": "/opt/bin:/usr/bin",
         "HOME": "/home/dev",

@@ -28,6 +28,8 @@ from lwc_trio.protocol.explore_result import (
 )
 from lwc_trio.protocol.tool import output_schema
 
+# Copied from SPEC §2.1 on purpose, not imported: the package's own tables are checked
+# against these, so a code added to or dropped from one side alone fails a test.
 SPEC_MEMORY_CODES = {
     "store_not_found",
     "store_path_invalid",
