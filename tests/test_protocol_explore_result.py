@@ -374,7 +374,7 @@ def test_check_plane_rejects_memory_lists_of_non_objects(key: str) -> None:
 def test_the_wire_never_carries_non_finite_numbers() -> None:
     """NaN/Infinity that slipped past a plane are written as null, never as bare tokens."""
     from lwc_trio.protocol import jsonrpc
-    from lwc_trio.protocol.results import dumps, tool_response
+    from lwc_trio.protocol.explore_result import dumps, tool_response
 
     payload = {"memory": {"state": "ready", "rank": float("inf"), "x": [float("nan"), 1.5]}}
     assert dumps(payload) == '{"memory":{"state":"ready","rank":null,"x":[null,1.5]}}'
@@ -386,7 +386,7 @@ def test_the_wire_never_carries_non_finite_numbers() -> None:
 
 def test_a_response_line_never_exceeds_512_kib() -> None:
     """An answer too large to send drops pages from the end, then results, until it fits."""
-    from lwc_trio.protocol.results import MAX_RESPONSE_BYTES, tool_response
+    from lwc_trio.protocol.explore_result import MAX_RESPONSE_BYTES, tool_response
 
     page = {"slug": "s", "body": "\x01" * 15_000, "links": ["l" * 256] * 64}
     memory = {
