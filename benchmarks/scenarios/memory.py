@@ -4,7 +4,7 @@ For each wiki size it
 
 1. generates a deterministic wiki (seeded RNG, Zipf-distributed vocabulary, Markdown bodies
    with headings, lists, code spans, fenced blocks and `[[wikilinks]]` between pages),
-2. builds it through the real write path (`Wiki(db).put_pages`, 500 Pages per transaction,
+2. builds it through the real write path (`Wiki(db).put_pages`, 2,000 Pages per transaction,
    exactly what `lwc page import` does) and reports bulk write pages/s,
 3. starts a real `lwc serve --mcp --path WS` and, over raw JSON lines on stdio, sequentially
    measures for every query: a `ping` round trip, the `lwc_explore` memory-mode round trip,

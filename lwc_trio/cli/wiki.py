@@ -38,7 +38,7 @@ from lwc_trio.memory.transfer import (
     parse_page_file,
     read_source_inputs,
 )
-from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
+from lwc_trio.memory.writer import IMPORT_BATCH, MAX_TEXT_BYTES, PageInput, Wiki
 
 __all__ = ["register"]
 
@@ -607,7 +607,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     remove.set_defaults(func=_page_remove)
     bulk = pages.add_parser("import", parents=[common], help="import pages from DIR or FILE.jsonl")
     bulk.add_argument("path", metavar="DIR|FILE.jsonl")
-    bulk.add_argument("--batch", type=_positive, default=500, help=argparse.SUPPRESS)
+    bulk.add_argument("--batch", type=_positive, default=IMPORT_BATCH, help=argparse.SUPPRESS)
     bulk.set_defaults(func=_page_import)
 
     source = sub.add_parser("source", parents=[common], help="store and read source snapshots")
