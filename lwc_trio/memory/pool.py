@@ -76,10 +76,13 @@ def _leave(identity: tuple[int, int]) -> None:
 class _ThreadPool(OrderedDict[str, Reader]):
     """One thread's readers; closes them when the thread ends.
 
-    Trio retires idle worker threads. Their thread-local pool is then dropped, but an
+    Reader threads end: the memory lane's threads stop when the server does, a thread
+    written off behind a stuck job ends once the job returns, and the vocabulary builds run
+    in threads of their own. Their thread-local pool is then dropped, but an
     `sqlite3.Connection` sits in a reference cycle (its statement cache points back to it),
-    so without this its descriptor and page cache would linger until a full GC: a long
-    session leaked descriptors and memory at every thread retirement.
+    so without this its descriptor and page cache would linger until a full GC (measured
+    when threads were still retired by trio: a long session leaked descriptors and memory at
+    every retirement).
     """
 
     def __del__(self) -> None:
