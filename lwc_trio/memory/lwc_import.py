@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import WikiError
+from lwc_trio.memory.bounds import IDENT_MAX, KIND_MAX, STAMP_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.lwc_files import private_copy
 from lwc_trio.memory.schema import SQLITE_HEADER
 from lwc_trio.memory.slugs import USER_PROVENANCE, slug_problem
@@ -43,7 +44,13 @@ __all__ = [
 Progress = Callable[[int, int], None]
 
 # The SPEC §2 bounds a Wiki written by lwc never exceeds (characters).
-FIELD_LIMITS = {"slug": 256, "title": 300, "summary": 1_000, "kind": 64, "timestamp": 64}
+FIELD_LIMITS = {
+    "slug": IDENT_MAX,
+    "title": TITLE_MAX,
+    "summary": SUMMARY_MAX,
+    "kind": KIND_MAX,
+    "timestamp": STAMP_MAX,
+}
 # LWC stores `user_version` in the SQLite header; lwc_trio's own stores leave it 0.
 _USER_VERSION_OFFSET = 60
 _TIMESTAMP = re.compile(
