@@ -1,18 +1,24 @@
-"""Every error type lwc_trio raises on purpose lives here."""
+"""Every error type lwc_trio raises on purpose lives here.
+
+Every error that carries a stable machine `code` takes `(code, message)` in that order (both
+may be passed by keyword); a class whose code never varies takes only `message`. `str(error)`
+is always the message.
+"""
 
 from __future__ import annotations
 
 
-class LwcError(Exception):
-    """Base class: a failure with a stable machine `code` and a human `message`."""
+class CodedError(Exception):
+    """A failure with a stable machine `code` (a SPEC §2.1 code) and a human `message`."""
 
-    code: str = "internal_error"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
+        self.code = code
         self.message = message
-        if code is not None:
-            self.code = code
+
+
+class LwcError(CodedError):
+    """Base class of the CLI, path and installer failures: `lwc` reports `code` and `message`."""
 
 
 class PathRuleError(LwcError):
@@ -22,40 +28,35 @@ class PathRuleError(LwcError):
     `workspace_too_broad` or `invalid_workspace`; `message` names the field and the rule.
     """
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message, code=code)
-
 
 class UsageError(LwcError):
-    """Command-line usage or validation failure (exit 2)."""
-
-    code = "invalid_usage"
+    """Command-line usage or validation failure (exit 2); `code` is usually `invalid_usage`."""
 
 
 class CliError(LwcError):
     """A CLI command failed (exit 1 unless `exit_code` says otherwise)."""
 
     def __init__(self, code: str, message: str, *, exit_code: int = 1) -> None:
-        super().__init__(message, code=code)
+        super().__init__(code, message)
         self.exit_code = exit_code
 
 
 class FaultSpecError(UsageError):
-    """`LWC_FAULTS` is malformed."""
+    """`LWC_FAULTS` is malformed (code `invalid_faults`)."""
 
-    code = "invalid_faults"
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_faults", message)
+
+
+class InstallError(LwcError):
+    """`lwc cg install` could not produce a verified runtime; `code` says why."""
 
 
 # -- the memory plane (stores and the Wiki write side) ---------------------------
 
 
-class WikiError(Exception):
+class WikiError(CodedError):
     """A Wiki operation was refused or failed; `code` is stable, `message` is for people."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class StoreError(WikiError):
@@ -96,10 +97,8 @@ class AgentError(LwcError):
     `agent_config_unreadable` (an OS error). `exit_code` is what the CLI exits with.
     """
 
-    code = "agent_config_invalid"
-
     def __init__(self, code: str, message: str, *, exit_code: int = 1) -> None:
-        super().__init__(message, code=code)
+        super().__init__(code, message)
         self.exit_code = exit_code
 
 
@@ -118,7 +117,7 @@ class DuplicateKeyError(ConfigSyntaxError):
 # -- the request path (arguments, planes, lanes, the CodeGraph child) ---------------
 
 
-class ArgumentError(Exception):
+class ArgumentError(CodedError):
     """An `lwc_explore` argument broke a rule of SPEC §2: becomes an `isError` tool result.
 
     `code` is the SPEC §2.1 code, `message` says what is wrong, `field` names the argument as
@@ -126,9 +125,7 @@ class ArgumentError(Exception):
     """
 
     def __init__(self, code: str, message: str, field: str) -> None:
-        super().__init__(code, message, field)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.field = field
 
     def to_json(self) -> dict[str, object]:
@@ -143,13 +140,8 @@ class LaneClosed(Exception):
     """A thread lane shut down before the job could run."""
 
 
-class ChildFailed(Exception):
+class ChildFailed(CodedError):
     """Starting or talking to the CodeGraph child failed: a SPEC §2.1 `code` and a `message`.
 
     The code plane answers the request with exactly these (an `error` state).
     """
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message

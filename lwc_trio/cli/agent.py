@@ -65,7 +65,9 @@ def _home() -> Path:
 def _host(name: str) -> Host:
     host = find_host(name)
     if host is None:
-        raise UsageError(f"unknown agent host {name!r}; choose one of: {host_names()}")
+        raise UsageError(
+            "invalid_usage", f"unknown agent host {name!r}; choose one of: {host_names()}"
+        )
     return host
 
 

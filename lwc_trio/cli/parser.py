@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one JSON line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError("invalid_usage", f"{self.prog}: {message}")
 
 
 def _common() -> argparse.ArgumentParser:

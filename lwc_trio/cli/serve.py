@@ -78,11 +78,13 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
         UsageError: anything wrong with the command line (exit 2).
     """
     if not args.mcp:
-        raise UsageError("lwc serve needs --mcp (the only serve mode)", code="invalid_serve_mode")
+        raise UsageError("invalid_serve_mode", "lwc serve needs --mcp (the only serve mode)")
     if args.transport == "stdio":
         for name in HTTP_ONLY:
             if getattr(args, name) is not None:
-                raise UsageError(f"{_FLAG_NAMES[name]} is only valid with --transport http")
+                raise UsageError(
+                    "invalid_usage", f"{_FLAG_NAMES[name]} is only valid with --transport http"
+                )
     from lwc_trio.paths import validate_workspace
 
     refusal: str | None = None
@@ -90,13 +92,13 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
         workspace = validate_workspace(args.path if args.path is not None else os.getcwd(), env)
     except PathRuleError as exc:
         if args.path is not None or exc.code != "workspace_too_broad":
-            raise UsageError(exc.message, code=exc.code) from None
+            raise UsageError(exc.code, exc.message) from None
         # SPEC §1: a host that starts a user-scope server in / or $HOME gets a server that
         # explains itself on every call instead of one that is gone with no tool at all.
         workspace = Path(os.path.realpath(os.getcwd()))
         refusal = workspace_refusal(str(workspace))
     except OSError as exc:  # the working directory itself vanished
-        raise UsageError(f"--path: {exc.strerror}", code="invalid_workspace") from None
+        raise UsageError("invalid_workspace", f"--path: {exc.strerror}") from None
     http = _http_config(args) if args.transport == "http" else None
     # A server reachable from other machines shares only the project's memory
     # unless the host explicitly allows more.
@@ -141,41 +143,39 @@ def _http_config(args: argparse.Namespace) -> HttpConfig:
     try:
         host, port = http_rules.parse_listen(listen)
     except ValueError as exc:
-        raise UsageError(f"--http-listen: {exc}", code="invalid_listen_address") from None
+        raise UsageError("invalid_listen_address", f"--http-listen: {exc}") from None
     try:
         base_path = http_rules.normalise_base_path(args.http_base_path or "/")
     except ValueError as exc:
-        raise UsageError(f"--http-base-path: {exc}", code="invalid_base_path") from None
+        raise UsageError("invalid_base_path", f"--http-base-path: {exc}") from None
     try:
         allowed = tuple(http_rules.parse_allowed_host(n) for n in args.http_allowed_host or ())
     except ValueError as exc:
-        raise UsageError(f"--http-allowed-host: {exc}", code="invalid_allowed_host") from None
+        raise UsageError("invalid_allowed_host", f"--http-allowed-host: {exc}") from None
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise UsageError(
+            "invalid_listen_address",
             f"--http-listen: cannot resolve {host!r}: {getattr(exc, 'strerror', None) or exc}",
-            code="invalid_listen_address",
         ) from None
     addresses = [str(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
     if not addresses:
-        raise UsageError(
-            f"--http-listen: {host!r} has no IP address", code="invalid_listen_address"
-        )
+        raise UsageError("invalid_listen_address", f"--http-listen: {host!r} has no IP address")
     # Prefer IPv4 when a name has both: it is what "localhost" means to most clients.
     address = next((a for a in addresses if ":" not in a), addresses[0])
     loopback = all(ipaddress.ip_address(a.partition("%")[0]).is_loopback for a in addresses)
     remote = bool(args.http_allow_remote)
     if remote and args.http_token_file is None:
         raise UsageError(
+            "token_required",
             "--http-allow-remote needs --http-token-file (remote clients must send a bearer token)",
-            code="token_required",
         )
     if not loopback and not remote:
         raise UsageError(
+            "remote_not_allowed",
             f"--http-listen {listen}: not a loopback address; serving other machines needs "
             "--http-allow-remote and --http-token-file",
-            code="remote_not_allowed",
         )
     return HttpConfig(
         host=host,
@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         faults = FaultPlan.from_env(env.get("LWC_FAULTS"))
     except LwcError as exc:
-        raise UsageError(exc.message, code=exc.code) from None
+        raise UsageError(exc.code, exc.message) from None
     _configure_logging(env)
     if config.workspace_refusal is not None:
         sys.stderr.write(

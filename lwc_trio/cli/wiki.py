@@ -73,7 +73,7 @@ def _home() -> Path:
 
 def _write_scope(args: argparse.Namespace) -> str:
     if args.scope == "all":
-        raise UsageError("--scope all is for reads only; choose project or global")
+        raise UsageError("invalid_usage", "--scope all is for reads only; choose project or global")
     return str(args.scope)
 
 
@@ -362,7 +362,7 @@ def _source_add(args: argparse.Namespace) -> int:
     scope = _write_scope(args)
     target = Path(args.path)
     if args.title is not None and target.is_dir():
-        raise UsageError("--title applies to a single FILE, not a directory")
+        raise UsageError("invalid_usage", "--title applies to a single FILE, not a directory")
     store = _require(scope)
     inputs = read_source_inputs(target, root=store.parent.parent, title=args.title)
     with Wiki(store) as wiki, _Progress("Adding sources") as progress:
@@ -380,7 +380,7 @@ def _source_add(args: argparse.Namespace) -> int:
 @_handles_errors
 def _source_show(args: argparse.Namespace) -> int:
     if args.offset_chars < 0 or args.max_chars < 1:
-        raise UsageError("--offset-chars must be >= 0 and --max-chars >= 1")
+        raise UsageError("invalid_usage", "--offset-chars must be >= 0 and --max-chars >= 1")
     found = _first_found(
         args,
         lambda wiki: wiki.get_source(args.id, offset=args.offset_chars, max_chars=args.max_chars),
@@ -391,7 +391,7 @@ def _source_show(args: argparse.Namespace) -> int:
 @_handles_errors
 def _search(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= SEARCH_LIMIT_MAX:
-        raise UsageError(f"--limit must be between 1 and {SEARCH_LIMIT_MAX}")
+        raise UsageError("invalid_usage", f"--limit must be between 1 and {SEARCH_LIMIT_MAX}")
     terms = tokenize(args.query)
     if len(terms) > MAX_TERMS:
         raise fail("invalid_query", f"the query has more than {MAX_TERMS} search terms")
@@ -428,7 +428,7 @@ def _human_results(result: dict[str, Any]) -> str:
 def _config_set(args: argparse.Namespace) -> int:
     scope = _write_scope(args)
     if args.graph is None:
-        raise UsageError("nothing to set; use --graph enabled|disabled")
+        raise UsageError("invalid_usage", "nothing to set; use --graph enabled|disabled")
     with Wiki(_require(scope)) as wiki:
         changed = wiki.set_graph_enabled(args.graph in GRAPH_ENABLED)
         status = wiki.status()
@@ -483,10 +483,15 @@ def _import(args: argparse.Namespace) -> int:
     scope = _write_scope(args)
     if args.from_lwc is not None:
         if args.dir is not None:
-            raise UsageError("give either DIR (an lwc export) or --from-lwc PATH, not both")
+            raise UsageError(
+                "invalid_usage", "give either DIR (an lwc export) or --from-lwc PATH, not both"
+            )
         return _import_lwc(args, scope, Path(args.from_lwc))
     if args.dir is None:
-        raise UsageError("lwc import needs DIR (an lwc export) or --from-lwc PATH (an LWC store)")
+        raise UsageError(
+            "invalid_usage",
+            "lwc import needs DIR (an lwc export) or --from-lwc PATH (an LWC store)",
+        )
     with Wiki(_require(scope)) as wiki, _Progress("Importing") as progress:
         counts = import_wiki(wiki, Path(args.dir), progress)
     result = {"scope": scope, **counts}

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from lwc_trio.exceptions import LwcError
+from lwc_trio.exceptions import InstallError
 
 __all__ = [
     "BINARY_ENV",
@@ -60,12 +60,6 @@ _FIXED_ENV: dict[str, str] = {
 
 _OS_NAMES = {"linux": "linux", "darwin": "darwin"}
 _ARCH_NAMES = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
-
-
-class InstallError(LwcError):
-    """`lwc cg install` could not produce a verified runtime; `code` says why."""
-
-    code = "codegraph_install_failed"
 
 
 def runtime_dir(home: Path) -> Path:
@@ -191,9 +185,9 @@ def install(
     package = platform_package()
     if package is None:
         raise InstallError(
+            "unsupported_platform",
             f"CodeGraph {VERSION} ships binaries for Linux and macOS on x64 and arm64 only, "
             f"not {sys.platform}/{platform.machine()}",
-            code="unsupported_platform",
         )
     directory = runtime_dir(home)
     binary = binary_in(directory, package)
@@ -203,9 +197,9 @@ def install(
     npm_path = npm if npm is not None else shutil.which("npm")
     if not npm_path:
         raise InstallError(
+            "npm_not_found",
             "npm was not found on PATH: install Node.js (it includes npm), "
             "then run `lwc cg install` again",
-            code="npm_not_found",
         )
     directory.mkdir(parents=True, exist_ok=True)
     # --ignore-scripts: neither package needs an install script, so none gets to run.
@@ -216,14 +210,20 @@ def install(
     try:
         status = run(command, directory)
     except OSError as exc:
-        raise InstallError(f"could not run npm: {exc.strerror or exc}") from None
+        raise InstallError(
+            "codegraph_install_failed", f"could not run npm: {exc.strerror or exc}"
+        ) from None
     if status != 0:
-        raise InstallError(f"npm install {PACKAGE}@{VERSION} failed with exit status {status}")
+        raise InstallError(
+            "codegraph_install_failed",
+            f"npm install {PACKAGE}@{VERSION} failed with exit status {status}",
+        )
     found = installed_version(directory)
     if found != VERSION:
         raise InstallError(
+            "codegraph_install_failed",
             f"npm finished but {directory} holds no complete {PACKAGE} {VERSION} for this "
             f"platform (found {found or 'nothing usable'}; is {package} blocked by npm's "
-            "optional-dependency settings?)"
+            "optional-dependency settings?)",
         )
     return binary
