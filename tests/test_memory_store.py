@@ -167,7 +167,7 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     _project, db, _home = setup(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     noop = ("UPDATE meta SET value = value WHERE 0",)
-    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop})
+    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop})
     open_writer(db).close()
     assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
@@ -336,12 +336,12 @@ def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
     assert memory["error"]["code"] == "store_corrupt"
 
 
+_FORMAT_4_SEARCH_TABLES = (
+    "search_docs", "search_terms", "search_segments", "search_words", "search_stats"
+)  # fmt: skip
+
 FORMAT_2_SEARCH = (
-    "DROP TABLE search_docs",
-    "DROP TABLE search_terms",
-    "DROP TABLE search_postings",
-    "DROP TABLE search_words",
-    "DROP TABLE search_stats",
+    *(f"DROP TABLE {table}" for table in _FORMAT_4_SEARCH_TABLES),
     "CREATE TABLE search_docs (doc_id INTEGER PRIMARY KEY, doc_type TEXT NOT NULL, "
     "ident TEXT NOT NULL, UNIQUE (doc_type, ident))",
     "CREATE VIRTUAL TABLE search_index USING fts5("
@@ -352,16 +352,36 @@ FORMAT_2_SEARCH = (
     "UPDATE meta SET value = '2' WHERE key = 'format_version'",
 )
 
-
-def make_format_2(db: Path) -> None:
-    """Turn a current store into the format-2 layout (FTS5 index, unstemmed terms)."""
-    tamper(db, *FORMAT_2_SEARCH)
+# Format 3's search tables (one posting row per term and document), as that release made them.
+FORMAT_3_SEARCH = (
+    *(f"DROP TABLE {table}" for table in _FORMAT_4_SEARCH_TABLES),
+    "CREATE TABLE search_docs (doc_id INTEGER PRIMARY KEY, doc_type TEXT NOT NULL, "
+    "ident TEXT NOT NULL, title_terms TEXT NOT NULL, path_terms TEXT NOT NULL, "
+    "generic INTEGER NOT NULL, terms TEXT NOT NULL, UNIQUE (doc_type, ident))",
+    "CREATE TABLE search_terms (term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) "
+    "WITHOUT ROWID",
+    "CREATE TABLE search_postings (term TEXT NOT NULL, doc_id INTEGER NOT NULL, "
+    "tt INTEGER NOT NULL, tp INTEGER NOT NULL, tw INTEGER NOT NULL, dl INTEGER NOT NULL, "
+    "first INTEGER NOT NULL, PRIMARY KEY (term, doc_id)) WITHOUT ROWID",
+    "CREATE TABLE search_words (word TEXT PRIMARY KEY NOT NULL, term TEXT NOT NULL) "
+    "WITHOUT ROWID",
+    "CREATE TABLE search_stats (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) "
+    "WITHOUT ROWID",
+    "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, terms) "
+    "SELECT 'page', slug, lower(title), slug, 0, lower(title) FROM pages ORDER BY slug",
+    "INSERT INTO search_terms SELECT lower(title), 1 FROM pages",
+    "INSERT INTO search_postings SELECT lower(p.title), d.doc_id, 1, 0, 4, 2, -1 "
+    "FROM pages p JOIN search_docs d ON d.ident = p.slug",
+    "INSERT INTO search_stats VALUES ('docs', 30), ('length', 60)",
+    "UPDATE meta SET value = '3' WHERE key = 'format_version'",
+)
 
 
 @pytest.mark.parametrize("how", ["repair", "write"])
-def test_format_2_store_is_refused_then_migrated(tmp_path: Path, how: str) -> None:
-    """A format-2 store gets guidance (`lwc repair`), never results; repair or any write
-    re-indexes it, after which it answers exactly like a store built in format 3."""
+@pytest.mark.parametrize("old", [2, 3])
+def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, old: int) -> None:
+    """A format-2 or -3 store gets guidance (`lwc repair`), never results; repair or any
+    write re-indexes it, after which it answers exactly like a store built in format 4."""
     project, db, home = setup(tmp_path)
     pages = [
         page(f"p{i}", f"Kubernetes note {i}", f"caching pods and nodes {i} " * 20)
@@ -369,7 +389,8 @@ def test_format_2_store_is_refused_then_migrated(tmp_path: Path, how: str) -> No
     ]
     put_pages(db, pages)
     before = ask("kubernetes cache", project, home=home, scope="project")
-    make_format_2(db)
+    tamper(db, *(FORMAT_2_SEARCH if old == 2 else FORMAT_3_SEARCH))
+    assert meta(db)["format_version"] == str(old)
     refused = ask("kubernetes cache", project, home=home, scope="project")
     assert refused["state"] == "unavailable"
     assert refused["error"]["code"] == "unsupported_store_version"

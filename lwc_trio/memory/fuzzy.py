@@ -53,6 +53,9 @@ class Vocabulary:
 
     stems: dict[str, str]  # word -> its stem (a stem maps to itself)
     by_length: dict[int, tuple[str, ...]]  # length -> words, sorted
+    titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
+    """length -> the words whose stem is in some document's title or path, sorted (the
+    title fill-up looks only there: other words could not fill anything)."""
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -66,10 +69,22 @@ def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
     ):
         if isinstance(word, str) and isinstance(term, str) and len(word) >= MIN_FUZZY_TERM - 1:
             stems.setdefault(word, term)
+    in_titles = {
+        row[0]
+        for row in conn.execute("SELECT DISTINCT term FROM search_segments WHERE length(heads) > 0")
+    }
+    return Vocabulary(
+        stems,
+        _buckets(stems),
+        _buckets({word: stem for word, stem in stems.items() if stem in in_titles}),
+    )
+
+
+def _buckets(stems: dict[str, str]) -> dict[int, tuple[str, ...]]:
     buckets: dict[int, list[str]] = {}
     for word in stems:
         buckets.setdefault(len(word), []).append(word)
-    return Vocabulary(stems, {n: tuple(sorted(words)) for n, words in buckets.items()})
+    return {n: tuple(sorted(words)) for n, words in buckets.items()}
 
 
 def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str, str]]:
@@ -86,7 +101,8 @@ def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str,
 
 
 def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
-    """`(ratio, word, stem)` of vocabulary words with `fuzz.ratio` ≥ `TITLE_CUTOFF`."""
+    """`(ratio, word, stem)` of the vocabulary words whose stem is in some title or path
+    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF`."""
     if len(word) < MIN_FUZZY_TERM:
         stem = vocab.stems.get(word)
         return [] if stem is None else [(100.0, word, stem)]
@@ -95,7 +111,7 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     found: list[tuple[float, str, str]] = []
     for n in range(low, high + 1):
         for candidate, ratio, _i in process.extract(
-            word, vocab.by_length.get(n, ()), scorer=fuzz.ratio,
+            word, vocab.titled.get(n, ()), scorer=fuzz.ratio,
             score_cutoff=TITLE_CUTOFF, limit=None,
         ):  # fmt: skip
             found.append((float(ratio), candidate, vocab.stems[candidate]))

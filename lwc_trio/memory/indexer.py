@@ -9,9 +9,12 @@ Runs inside the writer's transaction; the reader side is `search.py`.
 from __future__ import annotations
 
 import sqlite3
+import sys
+from array import array
 from collections import Counter
 from pathlib import PurePosixPath
 
+from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.tokenize import (
     index_terms,
     index_words,
@@ -23,17 +26,21 @@ from lwc_trio.memory.tokenize import (
 __all__ = [
     "FIELD_WEIGHTS",
     "GENERIC_TERMS",
+    "MAX_SEGMENTS",
+    "POSTING_FIELDS",
     "SNIPPET_SCAN",
     "IndexBuffer",
     "index_doc",
     "is_generic",
+    "pack",
     "reindex_all",
     "snippet_text",
     "unindex_doc",
+    "unpack",
 ]
 
 FIELD_WEIGHTS = (4, 3, 2, 1)
-"""Title, path, summary, body: each occurrence's weight in `search_postings.tw` (BM25F).
+"""Title, path, summary, body: each occurrence's weight in a posting's count (BM25F).
 Part of the format: changing them needs a format_version bump (tuned on Cranfield)."""
 
 SNIPPET_SCAN = 20_000
@@ -58,36 +65,95 @@ def snippet_text(body: str, summary: str | None) -> str:
     return head if head.strip() else (summary or "")
 
 
-class IndexBuffer:
-    """Document frequencies, vocabulary words and statistics of one write transaction.
+MAX_SEGMENTS = 8
+"""A term's segment rows (one per write batch) before a write merges them into one: a query
+reads at most this many rows per term, and merging drops the postings of dead documents."""
 
-    They are sums over the documents written, so they are collected here and written once
-    per transaction (`flush`), not once per document: a 500-page import updates each term's
-    frequency once instead of once per page that holds it.
+POSTING_FIELDS = 4
+"""int32s per posting in `search_segments.postings`: doc id, weighted count, length, first."""
+
+MAX_DOC_ID = 2**31 - 1
+_LITTLE = sys.byteorder == "little"
+
+
+def pack(values: list[int]) -> bytes:
+    """int32s, little-endian (the store is the same file on every machine)."""
+    packed = array("i", values)
+    if not _LITTLE:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack(blob: bytes) -> array[int]:
+    """The int32s of `pack`; a length that is not a multiple of 4 is a damaged index."""
+    if len(blob) % 4:
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    values = array("i")
+    values.frombytes(blob)
+    if not _LITTLE:
+        values.byteswap()
+    return values
+
+
+class IndexBuffer:
+    """Postings, frequencies, vocabulary words and statistics of one write transaction.
+
+    They are collected here and written once per transaction (`flush`), not once per
+    document: a 2,000-page import writes one segment row per term instead of one row per term
+    and page, and updates each term's frequency once.
     """
 
     def __init__(self) -> None:
         self.df: dict[str, int] = {}
         self.words: dict[str, str] = {}
+        self.postings: dict[str, list[int]] = {}
+        self.heads: dict[str, list[int]] = {}
+        self.dead: set[int] = set()
+        self.first_doc = 0
         self.docs = 0
         self.length = 0
 
     def _reset(self) -> None:
         self.df, self.words, self.docs, self.length = {}, {}, 0, 0
+        self.postings, self.heads, self.dead, self.first_doc = {}, {}, set(), 0
 
     def flush(self, conn: sqlite3.Connection) -> None:
         """Write what was collected (inside the same transaction) and start over."""
-        if self.df:
-            changes = sorted(self.df.items())
+        postings = self.postings
+        if self.dead and postings:
+            # Documents written and replaced in the same transaction: drop them now.
+            postings = {term: _drop_dead(values, self.dead) for term, values in postings.items()}
+            postings = {term: values for term, values in postings.items() if values}
+        dead_heads = self.dead
+        seg = self.first_doc
+        if postings:
             conn.executemany(
-                "INSERT INTO search_terms (term, df) VALUES (?, ?) "
-                "ON CONFLICT (term) DO UPDATE SET df = df + excluded.df",
-                [(term, n) for term, n in changes if n],
-            )
+                "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
+                [
+                    (
+                        term, seg, pack(values),
+                        pack([d for d in self.heads.get(term, ()) if d not in dead_heads]),
+                    )
+                    for term, values in sorted(postings.items())
+                ],
+            )  # fmt: skip
+        df, added = self.df, postings
+        changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
+        if changes:
             conn.executemany(
-                "DELETE FROM search_terms WHERE term = ? AND df <= 0",
-                [(term,) for term, n in changes if n < 0],
+                "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, ?) ON CONFLICT (term) "
+                "DO UPDATE SET df = df + excluded.df, segs = segs + excluded.segs",
+                [(term, df.get(term, 0), 1 if term in added else 0) for term in changes],
             )
+            gone = [(term,) for term in changes if df.get(term, 0) < 0]
+            if gone:
+                conn.executemany("DELETE FROM search_terms WHERE term = ? AND df <= 0", gone)
+                conn.executemany(
+                    "DELETE FROM search_segments WHERE term = ? "
+                    "AND NOT EXISTS (SELECT 1 FROM search_terms WHERE term = ?)",
+                    [(term, term) for (term,) in gone],
+                )
+            _merge_segments(conn, [term for term in changes if term in added])
         pairs = sorted((word, term) for word, term in self.words.items() if word != term)
         if pairs:
             conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
@@ -100,32 +166,72 @@ class IndexBuffer:
         self._reset()
 
 
+def _drop_dead(values: list[int], dead: set[int]) -> list[int]:
+    kept: list[int] = []
+    for i in range(0, len(values), POSTING_FIELDS):
+        if values[i] not in dead:
+            kept.extend(values[i : i + POSTING_FIELDS])
+    return kept
+
+
+def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
+    """Merge the segments of each of `terms` that has more than `MAX_SEGMENTS` into one,
+    without the postings of documents that are gone."""
+    crowded: list[str] = []
+    for start in range(0, len(terms), 500):
+        chunk = terms[start : start + 500]
+        crowded.extend(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT term FROM search_terms WHERE term IN ({','.join('?' * len(chunk))}) "
+                "AND segs > ?",
+                [*chunk, MAX_SEGMENTS],
+            )
+        )
+    if not crowded:
+        return
+    live = {int(row[0]) for row in conn.execute("SELECT doc_id FROM search_docs")}
+    for term in crowded:
+        rows = conn.execute(
+            "SELECT seg, postings, heads FROM search_segments WHERE term = ? ORDER BY seg",
+            (term,),
+        ).fetchall()
+        merged: list[int] = []
+        heads: list[int] = []
+        for _seg, blob, head_blob in rows:
+            values = unpack(bytes(blob))
+            for i in range(0, len(values), POSTING_FIELDS):
+                if values[i] in live:
+                    merged.extend(values[i : i + POSTING_FIELDS])
+            heads.extend(d for d in unpack(bytes(head_blob)) if d in live)
+        conn.execute("DELETE FROM search_segments WHERE term = ?", (term,))
+        if merged:
+            conn.execute(
+                "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
+                (term, int(rows[0][0]), pack(merged), pack(heads)),
+            )
+        conn.execute("UPDATE search_terms SET segs = ? WHERE term = ?", (1 if merged else 0, term))
+
+
 def unindex_doc(
     conn: sqlite3.Connection, doc_type: str, ident: str, buffer: IndexBuffer | None = None
 ) -> None:
-    """Remove one document's postings, frequencies and statistics (no-op when absent)."""
+    """Take one document out of the index (no-op when absent): its row and frequencies go;
+    its postings stay behind, dead, until its terms' segments are merged."""
     row = conn.execute(
-        "SELECT doc_id, terms FROM search_docs WHERE doc_type = ? AND ident = ?",
+        "SELECT doc_id, terms, length FROM search_docs WHERE doc_type = ? AND ident = ?",
         (doc_type, ident),
     ).fetchone()
     if row is None:
         return
     own = buffer or IndexBuffer()
-    doc_id, joined = int(row[0]), str(row[1])
+    doc_id, joined, length = int(row[0]), str(row[1]), int(row[2])
     terms = joined.split(" ") if joined else []
-    length = 0
-    if terms:
-        found = conn.execute(
-            "SELECT dl FROM search_postings WHERE term = ? AND doc_id = ?", (terms[0], doc_id)
-        ).fetchone()
-        length = int(found[0]) if found else 0
-    conn.executemany(
-        "DELETE FROM search_postings WHERE term = ? AND doc_id = ?",
-        [(term, doc_id) for term in terms],
-    )
     conn.execute("DELETE FROM search_docs WHERE doc_id = ?", (doc_id,))
+    df = own.df
     for term in terms:
-        own.df[term] = own.df.get(term, 0) - 1
+        df[term] = df.get(term, 0) - 1
+    own.dead.add(doc_id)
     own.docs -= 1
     own.length -= length
     if buffer is None:
@@ -210,28 +316,36 @@ def index_doc(
         length += len(body_terms)
         first = _first_offsets_spans(scan)
     # BM25F's weighted count: the body's counts plus the short fields', weighted.
-    title_counts, path_counts = Counter(short[0][0]), Counter(short[1][0])
+    in_heads = {*short[0][0], *short[1][0]}  # title and path terms
     for (terms, _words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
         for term in terms:
             weighted[term] = weighted.get(term, 0) + weight
     distinct = list(weighted)
     generic = is_generic(name, title_terms)
     cursor = conn.execute(
-        "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, terms) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (doc_type, ident, " ".join(title_terms), " ".join(path_terms), int(generic),
+        "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length, "
+        "terms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (doc_type, ident, " ".join(title_terms), " ".join(path_terms), int(generic), length,
          " ".join(distinct)),
     )  # fmt: skip
     doc_id = cursor.lastrowid
-    tget, pget, fget = title_counts.get, path_counts.get, first.get
-    conn.executemany(
-        "INSERT INTO search_postings (term, doc_id, tt, tp, tw, dl, first) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [
-            (term, doc_id, tget(term, 0), pget(term, 0), tw, length, fget(term, -1))
-            for term, tw in weighted.items()
-        ],
-    )
+    if doc_id is None or doc_id > MAX_DOC_ID:
+        raise StoreError(
+            "store_needs_recovery", "the search index ran out of document ids: run `lwc repair`"
+        )
+    if not own.first_doc:
+        own.first_doc = doc_id
+    fget = first.get
+    postings = own.postings
+    for term, tw in weighted.items():
+        entry = postings.get(term)
+        if entry is None:
+            postings[term] = [doc_id, tw, length, fget(term, -1)]
+        else:
+            entry += (doc_id, tw, length, fget(term, -1))
+    heads = own.heads
+    for term in in_heads:
+        heads.setdefault(term, []).append(doc_id)
     df = own.df
     for term in distinct:
         df[term] = df.get(term, 0) + 1
@@ -273,10 +387,12 @@ def index_source(
 
 
 def reindex_all(conn: sqlite3.Connection) -> int:
-    """Rebuild the whole index from `pages` and `sources` (in the caller's transaction)."""
-    for table in ("search_docs", "search_terms", "search_postings", "search_words"):
+    """Rebuild the whole index from `pages` and `sources` (in the caller's transaction);
+    document ids start again from 1 and every term has one segment."""
+    for table in ("search_docs", "search_terms", "search_segments", "search_words"):
         conn.execute(f"DELETE FROM {table}")
     conn.execute("DELETE FROM search_stats")
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'search_docs'")
     buffer = IndexBuffer()
     count = 0
     for slug, title, summary, body in conn.execute(

@@ -26,50 +26,54 @@ __all__ = [
     "parse_count",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-# The search index (format 3) is plain tables the CLI maintains with the analyzer of
+# The search index (format 4) is plain tables the CLI maintains with the analyzer of
 # `lwc_trio.memory.tokenize` (folded, stemmed terms; CJK characters and pairs):
-# - `search_docs`: one row per Page or Source, with what the ranking needs per candidate
-#   already worked out at write time (title and path terms, the generic flag) and the
-#   document's distinct terms (so a rewrite can remove its postings);
-# - `search_terms`: every term with its document frequency;
-# - `search_postings`: per term and document, its count in the title and the path (the
-#   fuzzy title fill-up), its counts in all fields weighted by `indexer.FIELD_WEIGHTS` (what
-#   BM25F reads), the document's length in terms and where the term first occurs in the
-#   snippet text (-1: not there), so neither ranking nor snippets re-analyze text per query;
+# - `search_docs`: one row per live Page or Source, with what the ranking needs per candidate
+#   already worked out at write time (title and path terms, the generic flag), its length in
+#   terms and its distinct terms (so a rewrite can take back its frequencies). Doc ids are
+#   never reused (AUTOINCREMENT): a rewritten or removed document's id is simply gone;
+# - `search_terms`: every term with its document frequency and how many segments it has;
+# - `search_segments`: per term, one row per write batch (`seg` is the batch's first doc id)
+#   with the batch's postings packed (`indexer.pack`, little-endian int32 quadruples: doc id,
+#   its count in all fields weighted by `indexer.FIELD_WEIGHTS` (what BM25F reads), the
+#   document's length, where the term first occurs in the snippet text, -1 when not there)
+#   and `heads`, the doc ids whose title or path holds the term (the fuzzy title fill-up).
+#   Postings of documents no longer in `search_docs` are skipped by readers and dropped when
+#   a term's segments are merged (`indexer.MAX_SEGMENTS`) or by `lwc repair`;
 # - `search_words`: folded words whose stem differs from the word (typo correction compares
 #   what people type with words, not stems);
 # - `search_stats`: `docs` and `length` (sum of document lengths) for BM25.
-# Format 2 used FTS5, whose bm25() floors the IDF of a term in half the documents at 1e-6
-# (SPEC §4 forbids that) and cannot take query term weights.
+# Format 3 kept one row per (term, document), ~190 per Page: the B-tree inserts made bulk
+# writes 3x slower than format 2. Format 2 used FTS5, whose bm25() floors the IDF of a term in
+# half the documents at 1e-6 (SPEC §4 forbids that) and cannot take query term weights.
 SEARCH_DDL: tuple[str, ...] = (
     """CREATE TABLE search_docs (
-    doc_id INTEGER PRIMARY KEY,
+    doc_id INTEGER PRIMARY KEY AUTOINCREMENT,
     doc_type TEXT NOT NULL,
     ident TEXT NOT NULL,
     title_terms TEXT NOT NULL,
     path_terms TEXT NOT NULL,
     generic INTEGER NOT NULL,
+    length INTEGER NOT NULL,
     terms TEXT NOT NULL,
     UNIQUE (doc_type, ident)
 )""",
     """CREATE TABLE search_terms (
     term TEXT PRIMARY KEY NOT NULL,
-    df INTEGER NOT NULL
+    df INTEGER NOT NULL,
+    segs INTEGER NOT NULL
 ) WITHOUT ROWID""",
-    """CREATE TABLE search_postings (
+    """CREATE TABLE search_segments (
     term TEXT NOT NULL,
-    doc_id INTEGER NOT NULL,
-    tt INTEGER NOT NULL,
-    tp INTEGER NOT NULL,
-    tw INTEGER NOT NULL,
-    dl INTEGER NOT NULL,
-    first INTEGER NOT NULL,
-    PRIMARY KEY (term, doc_id)
+    seg INTEGER NOT NULL,
+    postings BLOB NOT NULL,
+    heads BLOB NOT NULL,
+    PRIMARY KEY (term, seg)
 ) WITHOUT ROWID""",
     """CREATE TABLE search_words (
     word TEXT PRIMARY KEY NOT NULL,
@@ -142,20 +146,30 @@ Migration = str | Callable[[sqlite3.Connection], None]
 # from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
 # run on the writer's connection. Applied by the writer (any write command and `lwc repair`)
 # inside one transaction, so a crash leaves the old format intact; readers never migrate.
+_OLD_SEARCH_TABLES = (
+    "search_docs", "search_terms", "search_postings", "search_segments", "search_words",
+    "search_stats",
+)  # fmt: skip
+
+# from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
+# run on the writer's connection. Applied by the writer (any write command and `lwc repair`)
+# inside one transaction, so a crash leaves the old format intact; readers never migrate.
 MIGRATIONS: dict[int, tuple[Migration, ...]] = {
     # 1 -> 2 only changed the FTS5 index's detail level; 2 -> 3 drops that index anyway.
     1: (),
-    # 2 -> 3: the FTS5 index gives way to the plain-table index, rebuilt from pages and
-    # sources with the format-3 analyzer (stemming, accent folding, CJK characters).
-    2: (
-        "DROP TABLE search_index",
-        "DROP TABLE search_docs",
+    # 2 -> 3: the FTS5 index gives way to plain tables; 3 -> 4 (always next) replaces them
+    # all and re-indexes once.
+    2: ("DROP TABLE search_index",),
+    # 3 -> 4: one row per term and write batch instead of per term and document, rebuilt
+    # from pages and sources (the analyzer is unchanged, so are the rankings).
+    3: (
+        *(f"DROP TABLE IF EXISTS {table}" for table in _OLD_SEARCH_TABLES),
         *SEARCH_DDL,
         _rebuild_search_index,
     ),
 }
 
-# Format 3 has no virtual table, hence no shadow tables: every object's SQL is compared.
+# Format 4 has no virtual table, hence no shadow tables: every object's SQL is compared.
 _SPACE = re.compile(r"\s+")
 
 

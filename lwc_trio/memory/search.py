@@ -19,10 +19,13 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import sqlite3
 import threading
+from array import array
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -36,7 +39,7 @@ from lwc_trio.memory.fuzzy import (
     near_words,
     similar_words,
 )
-from lwc_trio.memory.indexer import GENERIC_TERMS
+from lwc_trio.memory.indexer import GENERIC_TERMS, POSTING_FIELDS, unpack
 from lwc_trio.memory.tokenize import QueryTerm
 
 __all__ = [
@@ -44,9 +47,11 @@ __all__ = [
     "DEFAULT_RANKING",
     "Hit",
     "Ranking",
-    "floor_statement",
+    "floor_scorer",
     "idf",
     "load_degrees",
+    "load_postings",
+    "score_postings",
     "search_store",
 ]
 
@@ -141,64 +146,85 @@ def _corrections(conn: sqlite3.Connection, vocab: Vocabulary, word: str) -> list
     return list(chosen.items())
 
 
-# BM25F: `p.tw` is the field-weighted count (indexer.FIELD_WEIGHTS), `:k` is k1 (1 − b) and
-# `:kb` k1 b / avgdl, and `q.w` carries IDF × query tf × (k1 + 1).
-_SCORE_SQL = """WITH q(term, w{exact_col}) AS (VALUES {rows})
-SELECT p.doc_id, SUM(q.w * p.tw / (p.tw + :k + :kb * p.dl)) AS score{exact_agg}
-FROM q JOIN search_postings AS p ON p.term = q.term
-GROUP BY p.doc_id
-ORDER BY score DESC, p.doc_id
-LIMIT :limit"""
+Segment = tuple["array[int]", "array[int]", "array[int]", "array[int]"]
+"""One segment's postings by column: doc ids (ascending), weighted counts, lengths, firsts."""
 
 
-def score_statement(
+def _segment(blob: object) -> Segment:
+    """Unpack and check one `search_segments.postings` blob (a cloned repository can ship
+    any bytes): whole postings, positive ids and counts, no negative lengths."""
+    if not isinstance(blob, bytes) or not blob or len(blob) % (4 * POSTING_FIELDS):
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    values = unpack(blob)
+    ids, tws, dls, firsts = values[0::4], values[1::4], values[2::4], values[3::4]
+    if min(ids) < 1 or min(tws) < 1 or min(dls) < 0 or min(firsts) < -1:
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    return ids, tws, dls, firsts
+
+
+def load_postings(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[Segment]]:
+    """Each of `terms`' segments, in write order (dead documents' postings included)."""
+    found: dict[str, list[Segment]] = {}
+    for chunk in _chunks(list(dict.fromkeys(terms))):
+        for term, blob in conn.execute(
+            "SELECT term, postings FROM search_segments "
+            f"WHERE term IN ({_marks(len(chunk))}) ORDER BY term, seg",
+            chunk,
+        ):
+            found.setdefault(str(term), []).append(_segment(blob))
+    return found
+
+
+def score_postings(
+    postings: dict[str, list[Segment]],
     weighted: Sequence[tuple[str, float, int]],
     docs: int,
     length: int,
     ranking: Ranking,
-    limit: int,
-) -> tuple[str, dict[str, object]]:
-    """The BM25F statement and its parameters for `(term, weight, exact)` rows.
-
-    `exact` (a query term of its own matched, not only a correction) is aggregated only
-    when corrections take part: the extra aggregate costs ~40 % on long queries.
-    """
-    corrected = any(not exact for _t, _w, exact in weighted)
-    params: dict[str, object] = {}
-    rows = []
-    for i, (term, weight, exact) in enumerate(weighted):
-        params[f"t{i}"], params[f"w{i}"] = term, weight
-        if corrected:
-            params[f"e{i}"] = exact
-            rows.append(f"(:t{i}, :w{i}, :e{i})")
-        else:
-            rows.append(f"(:t{i}, :w{i})")
+) -> tuple[list[tuple[float, int]], set[int] | None]:
+    """BM25F over `(term, weight, exact)`: `(−score, doc_id)` of every document holding a
+    term, best first (ties by doc id), and the documents an exact term matched (None when
+    no correction takes part: all of them). `weight` carries IDF × query tf × (k1 + 1); each
+    term adds weight × tf / (tf + k1 (1 − b) + k1 b dl / avgdl)."""
     avgdl = max(length / docs, 1.0)
-    params.update(limit=limit, k=ranking.k1 * (1.0 - ranking.b), kb=ranking.k1 * ranking.b / avgdl)
-    sql = _SCORE_SQL.format(
-        rows=", ".join(rows),
-        exact_col=", exact" if corrected else "",
-        exact_agg=", MAX(q.exact)" if corrected else ", 1",
-    )
-    return sql, params
+    k, kb = ranking.k1 * (1.0 - ranking.b), ranking.k1 * ranking.b / avgdl
+    scores: dict[int, float] = {}
+    get = scores.get
+    corrected = any(not exact for _t, _w, exact in weighted)
+    exact_docs: set[int] | None = set() if corrected else None
+    for term, w, exact in weighted:
+        for ids, tws, dls, _firsts in postings.get(term, ()):
+            if not scores:
+                parts = [w * tw / (tw + k + kb * dl) for tw, dl in zip(tws, dls, strict=True)]
+                scores = dict(zip(ids, parts, strict=True))
+                get = scores.get
+            else:
+                for doc_id, tw, dl in zip(ids, tws, dls, strict=True):
+                    scores[doc_id] = get(doc_id, 0.0) + w * tw / (tw + k + kb * dl)
+            if exact_docs is not None and exact:
+                exact_docs.update(ids)
+    ranked = sorted(zip([-score for score in scores.values()], scores, strict=True))
+    if ranked and not math.isfinite(ranked[0][0]):
+        raise sqlite3.DatabaseError("the search index holds invalid counts")
+    return ranked, exact_docs
 
 
-def _score(
-    conn: sqlite3.Connection,
-    weighted: Sequence[tuple[str, float, int]],
-    docs: int,
-    length: int,
-    ranking: Ranking,
-    limit: int,
-) -> list[tuple[int, float, bool]]:
-    """`(doc_id, score, exact)` of the best `limit` documents (score > 0)."""
-    sql, params = score_statement(weighted, docs, length, ranking, limit)
-    out: list[tuple[int, float, bool]] = []
-    for doc_id, score, exact in conn.execute(sql, params):
-        if not isinstance(score, float) or not math.isfinite(score):
-            raise sqlite3.DatabaseError("the search index holds invalid counts")
-        out.append((int(doc_id), score, bool(exact)))
-    return out
+def _first_offsets(
+    postings: dict[str, list[Segment]], doc_ids: Sequence[int], terms: Sequence[str]
+) -> dict[int, int]:
+    """Where the first of `terms` occurs in each document's snippet text (ids are ascending
+    within a segment, so each is found by bisection)."""
+    best: dict[int, int] = {}
+    for term in dict.fromkeys(terms):
+        for ids, _tws, _dls, firsts in postings.get(term, ()):
+            n = len(ids)
+            for doc_id in doc_ids:
+                i = bisect.bisect_left(ids, doc_id)
+                if i < n and ids[i] == doc_id:
+                    first = firsts[i]
+                    if first >= 0 and first < best.get(doc_id, first + 1):
+                        best[doc_id] = first
+    return best
 
 
 def query_weights(
@@ -214,30 +240,21 @@ def query_weights(
     ]
 
 
-def floor_statement(
-    conn: sqlite3.Connection, query: Sequence[QueryTerm], limit: int
-) -> tuple[str, dict[str, object]] | None:
-    """The scoring statement a query without typos runs (benchmarks time it alone)."""
+def floor_scorer(
+    conn: sqlite3.Connection, query: Sequence[QueryTerm]
+) -> Callable[[], list[tuple[float, int]]] | None:
+    """The scoring a query without typos runs, postings read included (benchmarks time it
+    alone; term lookups are done here, untimed); None when no term is known."""
     docs, length = _stats(conn)
     weighted = query_weights(conn, query, docs, DEFAULT_RANKING) if docs else []
     if not weighted:
         return None
-    return score_statement(weighted, docs, length, DEFAULT_RANKING, limit)
 
+    def run() -> list[tuple[float, int]]:
+        postings = load_postings(conn, [term for term, _w, _e in weighted])
+        return score_postings(postings, weighted, docs, length, DEFAULT_RANKING)[0]
 
-def _first_offsets(
-    conn: sqlite3.Connection, doc_ids: Sequence[int], terms: Sequence[str]
-) -> dict[int, int]:
-    """Where the first of `terms` occurs in each document's snippet text (point lookups)."""
-    if not doc_ids or not terms:
-        return {}
-    rows = conn.execute(
-        "SELECT doc_id, MIN(first) FROM search_postings "
-        f"WHERE term IN ({_marks(len(terms))}) AND doc_id IN ({_marks(len(doc_ids))}) "
-        "AND first >= 0 GROUP BY doc_id",
-        [*terms, *doc_ids],
-    )
-    return {int(doc_id): int(first) for doc_id, first in rows if isinstance(first, int)}
+    return run
 
 
 def _contains_run(words: str, run: str) -> bool:
@@ -294,41 +311,51 @@ def _factor(
     return factor
 
 
-_FILL_SQL = """WITH q(term, qi, r) AS (VALUES {rows})
-SELECT doc_id, SUM(best) AS total FROM (
-    SELECT p.doc_id AS doc_id, q.qi AS qi, MAX(q.r) AS best
-    FROM q JOIN search_postings AS p ON p.term = q.term
-    WHERE p.tt > 0 OR p.tp > 0
-    GROUP BY p.doc_id, q.qi
-)
-GROUP BY doc_id HAVING total >= :need
-ORDER BY total DESC, doc_id
-LIMIT :limit"""
+def _heads(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[array[int]]]:
+    """Each of `terms`' title-or-path doc ids, per segment."""
+    found: dict[str, list[array[int]]] = {}
+    for chunk in _chunks(list(dict.fromkeys(terms))):
+        for term, blob in conn.execute(
+            "SELECT term, heads FROM search_segments "
+            f"WHERE term IN ({_marks(len(chunk))}) ORDER BY term, seg",
+            chunk,
+        ):
+            if not isinstance(blob, bytes):
+                raise sqlite3.DatabaseError("the search index holds invalid postings")
+            found.setdefault(str(term), []).append(unpack(blob))
+    return found
 
 
 def _fill_up(
     conn: sqlite3.Connection,
     vocab: Vocabulary,
     query: Sequence[QueryTerm],
-    limit: int,
     cancelled: threading.Event | None,
-) -> list[tuple[int, float]]:
-    """`(doc_id, mean ratio)` of documents whose title or path fuzzily holds the query."""
-    params: dict[str, object] = {}
-    rows: list[str] = []
-    for qi, qt in enumerate(query):
+) -> list[tuple[float, int, float]]:
+    """`(−total, doc_id, mean ratio)` of documents whose title or path fuzzily holds every
+    query word (the summed best ratio per word reaches `TITLE_CUTOFF` on average), best
+    first."""
+    wanted: list[dict[str, float]] = []
+    for qt in query:
         _check(cancelled)
         best = best_by_stem(similar_words(vocab, qt.surface))
         best[qt.term] = 100.0
+        wanted.append(best)
+    heads = _heads(conn, [stem for best in wanted for stem in best])
+    totals: dict[int, float] = {}
+    for best in wanted:
+        per_word: dict[int, float] = {}
         for stem, ratio in sorted(best.items()):
-            i = len(rows)
-            params[f"t{i}"], params[f"q{i}"], params[f"r{i}"] = stem, qi, ratio
-            rows.append(f"(:t{i}, :q{i}, :r{i})")
-    params.update(need=TITLE_CUTOFF * len(query) - 1e-9, limit=limit)
-    return [
-        (int(doc_id), float(total) / len(query))
-        for doc_id, total in conn.execute(_FILL_SQL.format(rows=", ".join(rows)), params)
-    ]
+            for segment in heads.get(stem, ()):
+                for doc_id in segment:
+                    if ratio > per_word.get(doc_id, -1.0):
+                        per_word[doc_id] = ratio
+        for doc_id, ratio in per_word.items():
+            totals[doc_id] = totals.get(doc_id, 0.0) + ratio
+    need = TITLE_CUTOFF * len(query) - 1e-9
+    return sorted(
+        (-total, doc_id, total / len(query)) for doc_id, total in totals.items() if total >= need
+    )
 
 
 def search_store(
@@ -371,19 +398,13 @@ def search_store(
                 if stem not in weighted:
                     weighted[stem] = (weight, 0)
     _check(cancelled)
-    scored = (
-        _score(
-            conn,
-            [(term, w, exact) for term, (w, exact) in weighted.items()],
-            docs,
-            length,
-            ranking,
-            CANDIDATE_FACTOR * limit,
-        )
-        if weighted
-        else []
-    )
-    described = _describe(conn, [doc_id for doc_id, _score, _exact in scored])
+    terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
+    postings = load_postings(conn, list(weighted)) if weighted else {}
+    ranked, exact_docs = score_postings(postings, terms, docs, length, ranking)
+    _check(cancelled)
+    # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
+    # leave dead postings behind until their terms' segments are merged).
+    scored, described = _live(conn, ranked, CANDIDATE_FACTOR * limit)
     pages = [info[1] for info in described.values() if info[0] == "page"]
     has_sources = any(info[0] == "source" for info in described.values())
     hidden = _summarized(conn, pages) if has_sources else set()
@@ -391,25 +412,21 @@ def search_store(
     degree_map = degrees(pages) if pages else {}
     hits: list[Hit] = []
     hit_ids: dict[tuple[str, str], int] = {}
-    for doc_id, score, exact in scored:
-        info = described.get(doc_id)
-        if info is None:
-            continue
-        doc_type, ident, title, path, generic = info
+    for neg, doc_id in scored:
+        doc_type, ident, title, path, generic = described[doc_id]
         if doc_type == "source" and ident in hidden:
             continue
         factor = _factor(title, path, generic, phrase, wants_generic, ranking)
         if doc_type == "page":
             degree = min(degree_map.get(ident, 0), LINK_CAP)
             factor *= 1.0 + LINK_BOOST * math.log2(1 + degree)
-        match = "lexical" if exact else "fuzzy"
-        hits.append(Hit(doc_type, ident, -score * factor, match))
+        match = "lexical" if exact_docs is None or doc_id in exact_docs else "fuzzy"
+        hits.append(Hit(doc_type, ident, neg * factor, match))
         hit_ids[doc_type, ident] = doc_id
     hits.sort(key=Hit.sort_key)
     hits = hits[:limit]
-    offsets = _first_offsets(
-        conn, [hit_ids[h.doc_type, h.identifier] for h in hits], list(weighted)
-    )
+    hit_docs = [hit_ids[h.doc_type, h.identifier] for h in hits]
+    offsets = _first_offsets(postings, hit_docs, list(weighted))
     hits = [
         attrs.evolve(h, snippet_at=offsets.get(hit_ids[h.doc_type, h.identifier], -1)) for h in hits
     ]
@@ -417,21 +434,15 @@ def search_store(
     if len(hits) < limit:
         _check(cancelled)
         vocab = vocab or vocabulary()
-        seen = {doc_id for doc_id, _score, _exact in scored}
-        filled = [
-            (doc_id, ratio)
-            for doc_id, ratio in _fill_up(conn, vocab, query, limit + len(seen), cancelled)
-            if doc_id not in seen
-        ]
-        more = _describe(conn, [doc_id for doc_id, _r in filled])
-        if any(more[d][0] == "source" for d, _r in filled if d in more):
+        seen = {doc_id for _neg, doc_id in scored}
+        taken, more = _live(conn, _fill_up(conn, vocab, query, cancelled), limit + len(seen), seen)
+        filled = [(doc_id, ratio) for _neg, doc_id, ratio in taken if doc_id not in seen]
+        if any(more[d][0] == "source" for d, _r in filled):
             slugs = [h.identifier for h in hits if h.doc_type == "page"]
-            slugs += [more[d][1] for d, _r in filled if d in more and more[d][0] == "page"]
+            slugs += [more[d][1] for d, _r in filled if more[d][0] == "page"]
             hidden |= _summarized(conn, slugs)
         extra: list[Hit] = []
         for doc_id, ratio in filled:
-            if doc_id not in more:
-                continue
             doc_type, ident = more[doc_id][0], more[doc_id][1]
             if doc_type == "source" and ident in hidden:
                 continue
@@ -439,6 +450,34 @@ def search_store(
         extra.sort(key=Hit.sort_key)
         hits.extend(extra[: limit - len(hits)])
     return hits
+
+
+_Ranked = TypeVar("_Ranked", tuple[float, int], tuple[float, int, float])
+
+
+def _live(
+    conn: sqlite3.Connection, ranked: Sequence[_Ranked], want: int, known: set[int] | None = None
+) -> tuple[list[_Ranked], dict[int, tuple[str, str, str, str, bool]]]:
+    """The first `want` of `ranked` (doc id second) still in `search_docs` (those in `known`
+    are, without a lookup) and the descriptions of the others taken."""
+    known = known or set()
+    taken: list[_Ranked] = []
+    described: dict[int, tuple[str, str, str, str, bool]] = {}
+    start, step = 0, max(want, 16)
+    while len(taken) < want and start < len(ranked):
+        chunk = ranked[start : start + step]
+        start += step
+        found = _describe(conn, [item[1] for item in chunk if item[1] not in known])
+        for item in chunk:
+            doc_id = item[1]
+            if doc_id in known or doc_id in found:
+                taken.append(item)
+                if doc_id in found:
+                    described[doc_id] = found[doc_id]
+                if len(taken) == want:
+                    break
+        step = min(step * 4, 2000)
+    return taken, described
 
 
 def load_degrees(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, int]:
