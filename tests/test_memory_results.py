@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.indexer import _first_offsets_ascii, _first_offsets_spans
+from lwc_trio.memory.indexer import _first_offsets_spans, ascii_words
 from lwc_trio.memory.results import (
     _ELLIPSIS,
     SNIPPET_LEAD,
@@ -101,9 +103,14 @@ ASCII_TEXT = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(ASCII_TEXT)
 def test_write_time_offsets_equal_the_analyzer_spans(text: str) -> None:
-    """The fast ASCII offset finder gives exactly the analyzer's first positions."""
+    """The fast ASCII analysis gives exactly the analyzer's words, counts and first positions."""
     words = plain_words(text)
     assert words is not None
-    distinct = list(dict.fromkeys(words))
-    stem_of = dict(zip(distinct, stem_words(distinct), strict=True))
-    assert _first_offsets_ascii(text, distinct, stem_of) == _first_offsets_spans(text)
+    counts, total, first_word = ascii_words(text)
+    assert list(counts) == list(dict.fromkeys(words))
+    assert dict(counts) == dict(Counter(words))
+    assert total == len(words)
+    first: dict[str, int] = {}
+    for word, stem in zip(counts, stem_words(list(counts)), strict=True):
+        first[stem] = min(first.get(stem, first_word[word]), first_word[word])
+    assert first == _first_offsets_spans(text)

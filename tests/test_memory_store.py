@@ -358,13 +358,11 @@ FORMAT_3_SEARCH = (
     "CREATE TABLE search_docs (doc_id INTEGER PRIMARY KEY, doc_type TEXT NOT NULL, "
     "ident TEXT NOT NULL, title_terms TEXT NOT NULL, path_terms TEXT NOT NULL, "
     "generic INTEGER NOT NULL, terms TEXT NOT NULL, UNIQUE (doc_type, ident))",
-    "CREATE TABLE search_terms (term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) "
-    "WITHOUT ROWID",
+    "CREATE TABLE search_terms (term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE search_postings (term TEXT NOT NULL, doc_id INTEGER NOT NULL, "
     "tt INTEGER NOT NULL, tp INTEGER NOT NULL, tw INTEGER NOT NULL, dl INTEGER NOT NULL, "
     "first INTEGER NOT NULL, PRIMARY KEY (term, doc_id)) WITHOUT ROWID",
-    "CREATE TABLE search_words (word TEXT PRIMARY KEY NOT NULL, term TEXT NOT NULL) "
-    "WITHOUT ROWID",
+    "CREATE TABLE search_words (word TEXT PRIMARY KEY NOT NULL, term TEXT NOT NULL) WITHOUT ROWID",
     "CREATE TABLE search_stats (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) "
     "WITHOUT ROWID",
     "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, terms) "

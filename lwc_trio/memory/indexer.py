@@ -8,17 +8,19 @@ Runs inside the writer's transaction; the reader side is `search.py`.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
+from itertools import accumulate
 from pathlib import PurePosixPath
 
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.tokenize import (
+    STOP_WORDS,
     index_terms,
     index_words,
-    plain_words,
     stem_words,
     token_spans,
 )
@@ -30,6 +32,7 @@ __all__ = [
     "POSTING_FIELDS",
     "SNIPPET_SCAN",
     "IndexBuffer",
+    "ascii_words",
     "index_doc",
     "is_generic",
     "pack",
@@ -104,39 +107,41 @@ class IndexBuffer:
     """
 
     def __init__(self) -> None:
-        self.df: dict[str, int] = {}
+        self.df: Counter[str] = Counter()
         self.words: dict[str, str] = {}
-        self.postings: dict[str, list[int]] = {}
-        self.heads: dict[str, list[int]] = {}
+        self.postings: defaultdict[str, list[int]] = defaultdict(list)
+        self.heads: defaultdict[str, list[int]] = defaultdict(list)
         self.dead: set[int] = set()
+        """Documents of this buffer (ids ≥ `first_doc`) taken out again before the flush."""
         self.first_doc = 0
         self.docs = 0
         self.length = 0
 
     def _reset(self) -> None:
-        self.df, self.words, self.docs, self.length = {}, {}, 0, 0
-        self.postings, self.heads, self.dead, self.first_doc = {}, {}, set(), 0
+        self.df, self.words, self.docs, self.length = Counter(), {}, 0, 0
+        self.postings, self.heads = defaultdict(list), defaultdict(list)
+        self.dead, self.first_doc = set(), 0
 
     def flush(self, conn: sqlite3.Connection) -> None:
         """Write what was collected (inside the same transaction) and start over."""
-        postings = self.postings
-        if self.dead and postings:
+        postings: dict[str, list[int]] = self.postings
+        heads: dict[str, list[int]] = self.heads
+        dead = self.dead
+        if dead:
             # Documents written and replaced in the same transaction: drop them now.
-            postings = {term: _drop_dead(values, self.dead) for term, values in postings.items()}
+            postings = {term: _drop_dead(values, dead) for term, values in postings.items()}
             postings = {term: values for term, values in postings.items() if values}
-        dead_heads = self.dead
+            heads = {term: [d for d in ids if d not in dead] for term, ids in heads.items()}
         seg = self.first_doc
         if postings:
+            nothing = b""
             conn.executemany(
                 "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
                 [
-                    (
-                        term, seg, pack(values),
-                        pack([d for d in self.heads.get(term, ()) if d not in dead_heads]),
-                    )
+                    (term, seg, pack(values), pack(heads[term]) if term in heads else nothing)
                     for term, values in sorted(postings.items())
                 ],
-            )  # fmt: skip
+            )
         df, added = self.df, postings
         changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
         if changes:
@@ -231,7 +236,8 @@ def unindex_doc(
     df = own.df
     for term in terms:
         df[term] = df.get(term, 0) - 1
-    own.dead.add(doc_id)
+    if own.first_doc and doc_id >= own.first_doc:
+        own.dead.add(doc_id)  # its postings are still in the buffer
     own.docs -= 1
     own.length -= length
     if buffer is None:
@@ -246,26 +252,27 @@ def _first_offsets_spans(text: str) -> dict[str, int]:
     return first
 
 
-def _first_offsets_ascii(text: str, distinct: list[str], stem_of: dict[str, str]) -> dict[str, int]:
-    """`_first_offsets_spans` for ASCII text, given its distinct words in first-seen order.
+_ASCII_SPLIT = re.compile(r"([^\W_]+)", re.ASCII)  # tokenize's ASCII words, kept by split
 
-    Each word is found with `str.find` (checked to be a whole word) instead of re-running the
-    analyzer; first occurrences of distinct words come in increasing order, so each search
-    starts where the previous one ended. Same offsets as the spans (a property test checks).
+
+def ascii_words(text: str) -> tuple[Counter[str], int, dict[str, int]]:
+    """For ASCII `text`: its non-stop words' counts (first-seen order), how many there are,
+    and where each word first occurs, as `tokenize.plain_words` and the analyzer's spans
+    give them (a property test checks).
+
+    One `re.split` keeps separators and words alternately, so every word's offset is a
+    running sum of lengths: no per-word search, no second pass over the text.
     """
-    first: dict[str, int] = {}
-    low = text.lower()
-    find, n, cursor = low.find, len(low), 0
-    for word in distinct:
-        pos = find(word, cursor)
-        end = pos + len(word)
-        while pos >= 0 and ((pos and low[pos - 1].isalnum()) or (end < n and low[end].isalnum())):
-            pos = find(word, pos + 1)
-            end = pos + len(word)
-        if pos >= 0:  # always, for words of `text`
-            cursor = end
-            first.setdefault(stem_of[word], pos)
-    return first
+    parts = _ASCII_SPLIT.split(text.lower())
+    words = parts[1::2]
+    starts = list(accumulate(map(len, parts)))[0:-1:2]  # each word: the lengths before it
+    # Reversed, so that each word's first occurrence is the one that stays.
+    first = dict(zip(reversed(words), reversed(starts), strict=True))
+    counts = Counter(words)
+    total = len(words)
+    for stop in STOP_WORDS.intersection(counts):
+        total -= counts.pop(stop)
+    return counts, total, first
 
 
 def index_doc(
@@ -293,20 +300,24 @@ def index_doc(
         own.words.update(zip(field_words, terms, strict=True))
     body = fields[3]
     scan = snippet[:SNIPPET_SCAN]
-    words = plain_words(body)
-    if words is not None:
-        # The body (the bulk of the work): count words once, stem each distinct word once.
-        word_counts = Counter(words)
+    if body.isascii():
+        # The body (the bulk of the work): one split, stem each distinct word once.
+        word_counts, body_length, first_word = ascii_words(body)
         distinct_words = list(word_counts)
         stems = stem_words(distinct_words)
-        stem_of = dict(zip(distinct_words, stems, strict=True))
-        own.words.update(stem_of)
-        weighted: dict[str, int] = {}
-        for word, stem in stem_of.items():
-            weighted[stem] = weighted.get(stem, 0) + word_counts[word]
-        length += len(words)
-        if scan is body and body.isascii():
-            first = _first_offsets_ascii(body, distinct_words, stem_of)
+        own.words.update(zip(distinct_words, stems, strict=True))
+        length += body_length
+        # Counts and first offsets per stem, built in C; words sharing a stem (`cache`,
+        # `caching`) are summed below. Words come in first-seen order, so the first of a
+        # stem's words (the last to be written when reversed) has its first offset.
+        weighted = dict(zip(stems, word_counts.values(), strict=True))
+        if len(weighted) < len(stems):
+            weighted = dict.fromkeys(weighted, 0)
+            for stem, count in zip(stems, word_counts.values(), strict=True):
+                weighted[stem] += count
+        if scan is body:
+            starts = list(map(first_word.__getitem__, distinct_words))
+            first = dict(zip(reversed(stems), reversed(starts), strict=True))
         else:
             first = _first_offsets_spans(scan)
     else:
@@ -338,17 +349,11 @@ def index_doc(
     fget = first.get
     postings = own.postings
     for term, tw in weighted.items():
-        entry = postings.get(term)
-        if entry is None:
-            postings[term] = [doc_id, tw, length, fget(term, -1)]
-        else:
-            entry += (doc_id, tw, length, fget(term, -1))
+        postings[term] += (doc_id, tw, length, fget(term, -1))
     heads = own.heads
     for term in in_heads:
-        heads.setdefault(term, []).append(doc_id)
-    df = own.df
-    for term in distinct:
-        df[term] = df.get(term, 0) + 1
+        heads[term].append(doc_id)
+    own.df.update(distinct)
     own.docs += 1
     own.length += length
     if buffer is None:

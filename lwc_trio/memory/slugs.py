@@ -33,7 +33,10 @@ def slug_problem(slug: str) -> str | None:
         return "a slug must not contain '/' or '\\'"
     if ".." in slug or slug == ".":
         return "a slug must not be '.' or contain '..'"
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") for ch in slug):
+    # Printable ASCII has none of these categories (the usual slug: no per-character scan).
+    if not (slug.isascii() and slug.isprintable()) and any(
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") for ch in slug
+    ):
         return "a slug must not contain control characters"
     if slug != slug.strip():
         return "a slug must not start or end with whitespace"
