@@ -13,6 +13,7 @@ import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from itertools import accumulate
 from pathlib import PurePosixPath
 
@@ -79,12 +80,19 @@ MAX_DOC_ID = 2**31 - 1
 _LITTLE = sys.byteorder == "little"
 
 
-def pack(values: list[int]) -> bytes:
+def pack(values: Iterable[int]) -> bytes:
     """int32s, little-endian (the store is the same file on every machine)."""
-    packed = array("i", values)
+    packed = values if isinstance(values, array) else _ints(values)
     if not _LITTLE:
+        packed = array("i", packed)
         packed.byteswap()
     return packed.tobytes()
+
+
+def _ints(values: Iterable[int]) -> array[int]:
+    packed = array("i")
+    packed.fromlist(values if isinstance(values, list) else list(values))
+    return packed
 
 
 def unpack(blob: bytes) -> array[int]:
@@ -98,6 +106,10 @@ def unpack(blob: bytes) -> array[int]:
     return values
 
 
+def _new_ints() -> array[int]:
+    return array("i")
+
+
 class IndexBuffer:
     """Postings, frequencies, vocabulary words and statistics of one write transaction.
 
@@ -109,7 +121,7 @@ class IndexBuffer:
     def __init__(self) -> None:
         self.df: Counter[str] = Counter()
         self.words: dict[str, str] = {}
-        self.postings: defaultdict[str, list[int]] = defaultdict(list)
+        self.postings: defaultdict[str, array[int]] = defaultdict(_new_ints)
         self.heads: defaultdict[str, list[int]] = defaultdict(list)
         self.dead: set[int] = set()
         """Documents of this buffer (ids ≥ `first_doc`) taken out again before the flush."""
@@ -119,12 +131,12 @@ class IndexBuffer:
 
     def _reset(self) -> None:
         self.df, self.words, self.docs, self.length = Counter(), {}, 0, 0
-        self.postings, self.heads = defaultdict(list), defaultdict(list)
+        self.postings, self.heads = defaultdict(_new_ints), defaultdict(list)
         self.dead, self.first_doc = set(), 0
 
     def flush(self, conn: sqlite3.Connection) -> None:
         """Write what was collected (inside the same transaction) and start over."""
-        postings: dict[str, list[int]] = self.postings
+        postings: dict[str, array[int]] = self.postings
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
         if dead:
@@ -171,8 +183,8 @@ class IndexBuffer:
         self._reset()
 
 
-def _drop_dead(values: list[int], dead: set[int]) -> list[int]:
-    kept: list[int] = []
+def _drop_dead(values: array[int], dead: set[int]) -> array[int]:
+    kept = array("i")
     for i in range(0, len(values), POSTING_FIELDS):
         if values[i] not in dead:
             kept.extend(values[i : i + POSTING_FIELDS])
@@ -204,11 +216,15 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
         merged: list[int] = []
         heads: list[int] = []
         for _seg, blob, head_blob in rows:
-            values = unpack(bytes(blob))
+            if not (isinstance(blob, bytes) and isinstance(head_blob, bytes)):
+                raise sqlite3.DatabaseError("the search index holds invalid postings")
+            values = unpack(blob)
+            if len(values) % POSTING_FIELDS:
+                raise sqlite3.DatabaseError("the search index holds invalid postings")
             for i in range(0, len(values), POSTING_FIELDS):
                 if values[i] in live:
                     merged.extend(values[i : i + POSTING_FIELDS])
-            heads.extend(d for d in unpack(bytes(head_blob)) if d in live)
+            heads.extend(d for d in unpack(head_blob) if d in live)
         conn.execute("DELETE FROM search_segments WHERE term = ?", (term,))
         if merged:
             conn.execute(
@@ -349,7 +365,7 @@ def index_doc(
     fget = first.get
     postings = own.postings
     for term, tw in weighted.items():
-        postings[term] += (doc_id, tw, length, fget(term, -1))
+        postings[term].fromlist([doc_id, tw, length, fget(term, -1)])
     heads = own.heads
     for term in in_heads:
         heads[term].append(doc_id)
