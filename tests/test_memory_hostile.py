@@ -221,6 +221,37 @@ CRAFTED = {
         "store_corrupt",
     ),
     "invalid-utf8-title": (_sql("UPDATE pages SET title = CAST(X'5aff' AS TEXT)"), "store_corrupt"),
+    # Packed postings (int32 quadruples: doc id, weighted count, length, first offset).
+    "postings-cut-short": (
+        _sql("UPDATE search_segments SET postings = X'01000000040000' WHERE term = 'zebra'"),
+        "store_corrupt",
+    ),
+    "postings-negative-doc-id": (
+        _sql(
+            "UPDATE search_segments SET postings = X'ffffffff040000000200000000000000' "
+            "WHERE term = 'zebra'"
+        ),
+        "store_corrupt",
+    ),
+    "postings-zero-count": (
+        _sql(
+            "UPDATE search_segments SET postings = X'01000000000000000200000000000000' "
+            "WHERE term = 'zebra'"
+        ),
+        "store_corrupt",
+    ),
+    "postings-as-text": (
+        _sql("UPDATE search_segments SET postings = 'zebra' WHERE term = 'zebra'"),
+        "store_corrupt",
+    ),
+    "postings-empty": (
+        _sql("UPDATE search_segments SET postings = X'' WHERE term = 'zebra'"),
+        "store_corrupt",
+    ),
+    "heads-as-text": (
+        _sql("UPDATE search_segments SET heads = 'zebra' WHERE term = 'zebra'"),
+        "store_corrupt",
+    ),
 }
 
 

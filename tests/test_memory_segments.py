@@ -1,0 +1,145 @@
+"""The format-4 search index: per-term posting segments, dead postings and their merging.
+
+A write batch appends one segment per term; a rewritten or removed document leaves its
+postings behind under an id that is never reused. Whatever sequence of writes built a store,
+it must answer exactly as the same content re-indexed from scratch (`lwc repair`).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from conftest_memory import ask, new_store, page, put_pages
+
+from lwc_trio.memory.indexer import MAX_SEGMENTS, POSTING_FIELDS, IndexBuffer, index_page, unpack
+from lwc_trio.memory.writer import Wiki
+
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "caching",
+    "cache",
+    "cached",
+    "zebra",
+    "quartz",
+    "nimbus",
+    "stratus",
+]
+QUERIES = ["alpha", "cache", "zebra quartz", "gamma delta nimbus", "stratus alpha beta", "zebr"]
+
+
+def _answers(project: Path, home: Path) -> list[list[tuple[Any, ...]]]:
+    out = []
+    for query in QUERIES:
+        memory = ask(query, project, home=home, scope="project", max_documents=5)
+        assert memory["state"] == "ready", memory
+        out.append(
+            [(r["identifier"], r["rank"], r["match"], r["snippet"]) for r in memory["results"]]
+        )
+    return out
+
+
+def _segments(db: Path) -> list[tuple[str, int, bytes, bytes]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT term, seg, postings, heads FROM search_segments").fetchall()
+    finally:
+        conn.close()
+
+
+def test_any_write_sequence_answers_like_a_rebuilt_index(tmp_path: Path) -> None:
+    """Random puts, rewrites and removals, one batch each, then the same store repaired:
+    identical results (ranks, matches, snippets) for every query after every round."""
+    rng = random.Random(7)
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    slugs = [f"p{i}" for i in range(12)]
+    for round_no in range(6):
+        for _ in range(5):
+            with Wiki(db) as wiki:
+                present = sorted(p["slug"] for p in wiki.list_pages())
+                if present and rng.random() < 0.2:
+                    wiki.remove_page(rng.choice(present))
+                    continue
+            batch = []
+            for slug in rng.sample(slugs, rng.randint(1, 3)):  # new Pages and rewrites
+                body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30)))
+                title = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
+                batch.append(page(slug, title.title(), body))
+            put_pages(db, batch)
+        incremental = _answers(project, home)
+        copy_root = tmp_path / f"copy{round_no}"
+        shutil.copytree(project, copy_root / "proj")
+        with Wiki(copy_root / "proj" / ".lwc" / "wiki.db") as wiki:
+            wiki.repair()
+        assert _answers(copy_root / "proj", home) == incremental, round_no
+
+
+def test_rewrites_merge_segments_and_drop_dead_postings(tmp_path: Path) -> None:
+    """Each rewrite adds a segment per term; past MAX_SEGMENTS a write merges them into one,
+    keeping only the live document's posting."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    put_pages(db, [page("other", "Other", "zebra stripes")])
+    for i in range(3 * MAX_SEGMENTS):
+        put_pages(db, [page("z", "Zebra", f"zebra version {i}")])
+        per_term: dict[str, int] = {}
+        for term, _seg, _postings, _heads in _segments(db):
+            per_term[term] = per_term.get(term, 0) + 1
+        assert max(per_term.values()) <= MAX_SEGMENTS + 1
+    conn = sqlite3.connect(db)
+    live = {row[0] for row in conn.execute("SELECT doc_id FROM search_docs")}
+    df = dict(conn.execute("SELECT term, df FROM search_terms").fetchall())
+    conn.close()
+    zebra = [unpack(blob) for term, _s, blob, _h in _segments(db) if term == "zebra"]
+    ids = [d for values in zebra for d in values[0::POSTING_FIELDS]]
+    assert len(ids) <= df["zebra"] + MAX_SEGMENTS  # dead ones only since the last merge
+    assert live <= set(ids)
+    memory = ask("zebra", project, home=home, scope="project")
+    assert [r["identifier"] for r in memory["results"]] == ["z", "other"]
+    assert "version 23" in memory["results"][0]["snippet"]
+
+
+def test_removed_and_rewritten_pages_are_never_answered(tmp_path: Path) -> None:
+    """A removed Page's postings stay in its segment, dead: it is not a result, and the
+    live Pages behind it still fill the list."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    put_pages(db, [page(f"n{i}", f"Note {i}", "kestrel " * (10 - i)) for i in range(10)])
+    with Wiki(db) as wiki:
+        for i in range(0, 10, 2):
+            wiki.remove_page(f"n{i}")
+    put_pages(db, [page("n1", "Note 1", "no bird here")])
+    memory = ask("kestrel", project, home=home, scope="project", max_documents=3)
+    assert [r["identifier"] for r in memory["results"]] == ["n3", "n5", "n7"]
+
+
+def test_a_document_replaced_in_its_own_batch_leaves_no_posting(tmp_path: Path) -> None:
+    """Written twice before one flush: only the second version's postings are stored."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    put_pages(db, [page("a", "Alpha", "heron")])
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    buffer = IndexBuffer()
+    index_page(conn, "b", "Beta", None, "heron egret", buffer)
+    index_page(conn, "b", "Beta", None, "heron ibis", buffer)
+    buffer.flush(conn)
+    conn.execute("COMMIT")
+    b_id = conn.execute("SELECT doc_id FROM search_docs WHERE ident = 'b'").fetchone()[0]
+    conn.close()
+    terms = {term for term, _s, _p, _h in _segments(db)}
+    assert "egret" not in terms
+    assert "ibi" in terms or "ibis" in terms
+    heron = [unpack(blob) for term, _s, blob, _h in _segments(db) if term == "heron"]
+    assert sorted(d for values in heron for d in values[0::POSTING_FIELDS]) == [1, b_id]
