@@ -20,10 +20,9 @@ def check_floor_sql() -> None:
 
 def floor_run(conn: sqlite3.Connection, query: str, limit: int) -> float:
     """Score `query` with the engine's own code (term lookups untimed; postings read and
-    BM25F timed) alone; the run's milliseconds (0 when nothing matches). `limit` is the
-    candidate pool the engine then describes (kept for the callers; scoring ranks all)."""
-    del limit
-    run = engine_search.floor_scorer(conn, query_terms(query))
+    BM25F and the best `limit` timed) alone; the run's milliseconds (0 when nothing
+    matches)."""
+    run = engine_search.floor_scorer(conn, query_terms(query), limit)
     if run is None:
         return 0.0
     start = time.perf_counter()

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import sqlite3
 import threading
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_RANKING",
     "Hit",
     "Ranking",
+    "best_first",
     "floor_scorer",
     "idf",
     "load_degrees",
@@ -181,15 +183,14 @@ def score_postings(
     docs: int,
     length: int,
     ranking: Ranking,
-) -> tuple[list[tuple[float, int]], set[int] | None]:
-    """BM25F over `(term, weight, exact)`: `(−score, doc_id)` of every document holding a
-    term, best first (ties by doc id), and the documents an exact term matched (None when
-    no correction takes part: all of them). `weight` carries IDF × query tf × (k1 + 1); each
-    term adds weight × tf / (tf + k1 (1 − b) + k1 b dl / avgdl)."""
+) -> tuple[dict[int, float], set[int] | None]:
+    """BM25F over `(term, weight, exact)`: the score of every document holding a term, and
+    the documents an exact term matched (None when no correction takes part: all of them).
+    `weight` carries IDF × query tf × (k1 + 1); each term adds
+    weight × tf / (tf + k1 (1 − b) + k1 b dl / avgdl), terms in the order given."""
     avgdl = max(length / docs, 1.0)
     k, kb = ranking.k1 * (1.0 - ranking.b), ranking.k1 * ranking.b / avgdl
     scores: dict[int, float] = {}
-    get = scores.get
     corrected = any(not exact for _t, _w, exact in weighted)
     exact_docs: set[int] | None = set() if corrected else None
     for term, w, exact in weighted:
@@ -197,16 +198,21 @@ def score_postings(
             if not scores:
                 parts = [w * tw / (tw + k + kb * dl) for tw, dl in zip(tws, dls, strict=True)]
                 scores = dict(zip(ids, parts, strict=True))
-                get = scores.get
             else:
+                get = scores.get
                 for doc_id, tw, dl in zip(ids, tws, dls, strict=True):
                     scores[doc_id] = get(doc_id, 0.0) + w * tw / (tw + k + kb * dl)
             if exact_docs is not None and exact:
                 exact_docs.update(ids)
-    ranked = sorted(zip([-score for score in scores.values()], scores, strict=True))
-    if ranked and not math.isfinite(ranked[0][0]):
+    if scores and not math.isfinite(max(scores.values())):
         raise sqlite3.DatabaseError("the search index holds invalid counts")
-    return ranked, exact_docs
+    return scores, exact_docs
+
+
+def best_first(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
+    """`(−score, doc_id)` of the best `n` documents, best first, ties by doc id."""
+    pairs = zip([-score for score in scores.values()], scores, strict=True)
+    return sorted(pairs) if n >= len(scores) else heapq.nsmallest(n, pairs)
 
 
 def _first_offsets(
@@ -241,7 +247,7 @@ def query_weights(
 
 
 def floor_scorer(
-    conn: sqlite3.Connection, query: Sequence[QueryTerm]
+    conn: sqlite3.Connection, query: Sequence[QueryTerm], limit: int
 ) -> Callable[[], list[tuple[float, int]]] | None:
     """The scoring a query without typos runs, postings read included (benchmarks time it
     alone; term lookups are done here, untimed); None when no term is known."""
@@ -252,7 +258,8 @@ def floor_scorer(
 
     def run() -> list[tuple[float, int]]:
         postings = load_postings(conn, [term for term, _w, _e in weighted])
-        return score_postings(postings, weighted, docs, length, DEFAULT_RANKING)[0]
+        scores = score_postings(postings, weighted, docs, length, DEFAULT_RANKING)[0]
+        return best_first(scores, limit)
 
     return run
 
@@ -400,11 +407,15 @@ def search_store(
     _check(cancelled)
     terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
     postings = load_postings(conn, list(weighted)) if weighted else {}
-    ranked, exact_docs = score_postings(postings, terms, docs, length, ranking)
+    scores, exact_docs = score_postings(postings, terms, docs, length, ranking)
     _check(cancelled)
     # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
     # leave dead postings behind until their terms' segments are merged).
-    scored, described = _live(conn, ranked, CANDIDATE_FACTOR * limit)
+    want = CANDIDATE_FACTOR * limit
+    ranked = best_first(scores, want)
+    scored, described = _live(conn, ranked, want)
+    if len(scored) < want < len(scores):  # dead documents among the best: look further
+        scored, described = _live(conn, best_first(scores, len(scores)), want)
     pages = [info[1] for info in described.values() if info[0] == "page"]
     has_sources = any(info[0] == "source" for info in described.values())
     hidden = _summarized(conn, pages) if has_sources else set()
