@@ -7,7 +7,8 @@ LWC's tables, written with the test extra's `apsw`) of N Pages (~1 KB Markdown, 
 `[[links]]` each, every tenth citing one of N/20 Sources) and times the real CLI end to end
 (process start, private copy, validation, one write transaction), then a second, idempotent
 import of the same store, and the same-run baseline: `lwc page import FILE.jsonl` of the same
-Pages into a fresh store (the existing bulk write path, 2,000 Pages per transaction).
+Pages into a fresh store (the existing bulk write path, `writer.IMPORT_BATCH` Pages per
+transaction).
 
 Target: every first import at least 1,000 pages/s. Exit 0 when it holds, 1 when not, 2 on a
 set-up error.

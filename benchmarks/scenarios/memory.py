@@ -4,8 +4,8 @@ For each wiki size it
 
 1. generates a deterministic wiki (seeded RNG, Zipf-distributed vocabulary, Markdown bodies
    with headings, lists, code spans, fenced blocks and `[[wikilinks]]` between pages),
-2. builds it through the real write path (`Wiki(db).put_pages`, 2,000 Pages per transaction,
-   exactly what `lwc page import` does) and reports bulk write pages/s,
+2. builds it through the real write path (`Wiki(db).put_pages`, `writer.IMPORT_BATCH` Pages
+   per transaction, exactly what `lwc page import` does) and reports bulk write pages/s,
 3. starts a real `lwc serve --mcp --path WS` and, over raw JSON lines on stdio, sequentially
    measures for every query: a `ping` round trip, the `lwc_explore` memory-mode round trip,
    and the raw floor: the engine's BM25F statement run directly on the same SQLite file

@@ -46,10 +46,11 @@ __all__ = [
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 WRITER_CACHE_KIB = 64 * 1024
-IMPORT_BATCH = 2000
-"""Pages per transaction of a bulk import. Every transaction re-journals most of the
-term-keyed postings table, so fewer, larger ones write much faster (10,000 Pages: ~400
-pages/s at 500 per transaction, ~580 at 2,000, ~600 at 10,000; docs/benchmarks.md)."""
+IMPORT_BATCH = 5000
+"""Pages per transaction of a bulk import. Each transaction writes one search segment row
+per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
+pages/s at 5,000 than at 2,000 per transaction; docs/benchmarks.md). The batch's postings
+are held in memory until its commit (about 3 KB per 1,000 characters of text)."""
 Progress = Callable[[int, int], None]
 
 
