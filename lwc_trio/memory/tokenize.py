@@ -101,7 +101,7 @@ def stem_words(words: list[str]) -> list[str]:
     """English Snowball stems of already folded words (same length, same order)."""
     cache = _STEMS
     stems = list(map(cache.get, words))
-    if None not in stems:  # every word seen before: the usual case
+    if all(stems):  # every word seen before (no stem is empty): the usual case
         return stems  # type: ignore[return-value]
     missing = [word for word in dict.fromkeys(words) if word not in cache]
     if missing:
