@@ -32,7 +32,8 @@ import statistics
 import sys
 import threading
 import time
-from collections import Counter
+from array import array
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from typing import Any
 from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory import engine
 from lwc_trio.memory.engine import MemoryQuery, explore_memory
-from lwc_trio.memory.indexer import FIELD_WEIGHTS
+from lwc_trio.memory.indexer import FIELD_WEIGHTS, pack
 from lwc_trio.memory.schema import FORMAT_VERSION
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.tokenize import STOP_WORDS, stem_words
@@ -79,14 +80,15 @@ def build(path: Path, pages: int) -> dict[str, Any]:
     conn.execute("PRAGMA cache_size = -262144")
     conn.execute("PRAGMA journal_mode = OFF")  # a scratch build: no crash safety needed
     conn.execute("BEGIN")
-    conn.execute("CREATE TEMP TABLE p (term TEXT, doc_id INTEGER, tt INTEGER, tp INTEGER, "
-                 "tw INTEGER, dl INTEGER, first INTEGER)")  # fmt: skip
+    # One segment per term (seg 1: the whole build is one batch), as `indexer` packs them.
+    postings: defaultdict[str, array[int]] = defaultdict(lambda: array("i"))
+    heads: defaultdict[str, list[int]] = defaultdict(list)
     df: Counter[str] = Counter()
     slugs: set[str] = set()
     length_sum = 0
     wt, wp, _ws, wb = FIELD_WEIGHTS
     for start in range(0, pages, 10_000):
-        page_rows, doc_rows, post_rows = [], [], []
+        page_rows, doc_rows = [], []
         for doc_id in range(start + 1, min(start + 10_000, pages) + 1):
             picks = [bisect.bisect(cum, rng.random() * total) for _ in range(11)]
             title_w, body_w = [vocab[i] for i in picks[:3]], [vocab[i] for i in picks[3:]]
@@ -108,10 +110,14 @@ def build(path: Path, pages: int) -> dict[str, Any]:
             dl = len(title_t) + len(path_t) + len(body_t)
             length_sum += dl
             distinct = list(dict.fromkeys([*title_t, *path_t, *body_t]))
-            doc_rows.append((doc_id, slug, " ".join(title_t), " ".join(path_t), " ".join(distinct)))
+            doc_rows.append(
+                (doc_id, slug, " ".join(title_t), " ".join(path_t), dl, " ".join(distinct))
+            )
             for term in distinct:
                 tw = wt * tc[term] + wp * pc[term] + wb * bc[term]
-                post_rows.append((term, doc_id, tc[term], pc[term], tw, dl, first.get(term, -1)))
+                postings[term].fromlist([doc_id, tw, dl, first.get(term, -1)])
+                if tc[term] or pc[term]:
+                    heads[term].append(doc_id)
                 df[term] += 1
         conn.executemany(
             "INSERT INTO pages (slug, title, kind, summary, body, created_at, updated_at) "
@@ -120,13 +126,17 @@ def build(path: Path, pages: int) -> dict[str, Any]:
         )
         conn.executemany(
             "INSERT INTO search_docs (doc_id, doc_type, ident, title_terms, path_terms, generic, "
-            "terms) VALUES (?, 'page', ?, ?, ?, 0, ?)",
+            "length, terms) VALUES (?, 'page', ?, ?, ?, 0, ?, ?)",
             doc_rows,
         )
-        conn.executemany("INSERT INTO temp.p VALUES (?, ?, ?, ?, ?, ?, ?)", post_rows)
         print(f"  {min(start + 10_000, pages):,} pages", file=sys.stderr, flush=True)
-    conn.execute("INSERT INTO search_postings SELECT * FROM temp.p ORDER BY term, doc_id")
-    conn.executemany("INSERT INTO search_terms (term, df) VALUES (?, ?)", sorted(df.items()))
+    conn.executemany(
+        "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, 1, ?, ?)",
+        ((term, pack(postings[term]), pack(heads.get(term, []))) for term in sorted(postings)),
+    )
+    conn.executemany(
+        "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, 1)", sorted(df.items())
+    )
     conn.executemany(
         "INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)",
         sorted((w, t) for w, t in zip(vocab, stems, strict=True) if w != t and t in df),
@@ -135,7 +145,6 @@ def build(path: Path, pages: int) -> dict[str, Any]:
                      [("docs", pages), ("length", length_sum)])  # fmt: skip
     conn.execute("UPDATE meta SET value = '1' WHERE key IN ('store_revision', 'content_revision')")
     conn.execute("COMMIT")
-    conn.execute("DROP TABLE temp.p")
     conn.close()
     tmp.rename(path)
     return {"build_s": round(time.perf_counter() - started, 1), "terms": len(df)}
