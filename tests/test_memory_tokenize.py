@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lwc_trio.memory.tokenize import (
@@ -10,7 +10,9 @@ from lwc_trio.memory.tokenize import (
     STOP_WORDS,
     QueryTerm,
     fold,
+    has_cjk,
     index_terms,
+    index_words,
     query_terms,
     token_spans,
     tokenize,
@@ -137,3 +139,12 @@ def test_query_term_frequency_is_counted() -> None:
         QueryTerm("flow", "flow", 3),
         QueryTerm("wing", "wing", 1),
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40))
+def test_index_terms_are_the_query_form_without_cjk(text: str) -> None:
+    """The writer reuses a title's index terms as its query form unless it has CJK."""
+    query_form = [term for term, _w, _s in token_spans(text, query=True)]
+    if not has_cjk(text):
+        assert index_words(text)[0] == query_form

@@ -20,6 +20,7 @@ from pathlib import PurePosixPath
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.tokenize import (
     STOP_WORDS,
+    has_cjk,
     index_terms,
     index_words,
     stem_words,
@@ -58,9 +59,18 @@ GENERIC_TERMS = frozenset(index_terms(" ".join(_GENERIC_NAMES[:5])))
 """Query terms that ask for generic pages (then they are not pushed down)."""
 
 
-def is_generic(name: str, title_terms: list[str]) -> bool:
-    """True when the document's name (slug, file stem) or title is a generic one."""
-    return tuple(index_terms(name)) in _GENERIC_FORMS or tuple(title_terms) in _GENERIC_FORMS
+def is_generic(name: str, title_terms: list[str], name_terms: list[str] | None = None) -> bool:
+    """True when the document's name (slug, file stem) or title is a generic one;
+    `name_terms` are `index_terms(name)` when the caller has them."""
+    named = index_terms(name) if name_terms is None else name_terms
+    return tuple(named) in _GENERIC_FORMS or tuple(title_terms) in _GENERIC_FORMS
+
+
+def _query_form(text: str, terms: list[str]) -> list[str]:
+    """`text`'s terms as a query analyzes them, given its index `terms`."""
+    if has_cjk(text):
+        return [term for term, _w, _s in token_spans(text, query=True)]
+    return terms
 
 
 def snippet_text(body: str, summary: str | None) -> str:
@@ -307,10 +317,11 @@ def index_doc(
     own = buffer or IndexBuffer()
     unindex_doc(conn, doc_type, ident, own)
     title, path = fields[0], fields[1]
-    # Title and path in the query's form (CJK pairs), for the whole-query comparison.
-    title_terms = [term for term, _w, _s in token_spans(title, query=True)]
-    path_terms = [term for term, _w, _s in token_spans(path, query=True)]
     short = [index_words(text) for text in fields[:3]]
+    # Title and path in the query's form (CJK pairs), for the whole-query comparison; without
+    # CJK characters that is exactly their index terms.
+    title_terms = _query_form(title, short[0][0])
+    path_terms = _query_form(path, short[1][0])
     length = sum(len(terms) for terms, _words in short)
     for terms, field_words in short:
         own.words.update(zip(field_words, terms, strict=True))
@@ -348,7 +359,7 @@ def index_doc(
         for term in terms:
             weighted[term] = weighted.get(term, 0) + weight
     distinct = list(weighted)
-    generic = is_generic(name, title_terms)
+    generic = is_generic(name, title_terms, short[1][0] if name == path else None)
     cursor = conn.execute(
         "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length, "
         "terms) VALUES (?, ?, ?, ?, ?, ?, ?)",

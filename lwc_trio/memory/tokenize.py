@@ -27,6 +27,7 @@ __all__ = [
     "STOP_WORDS",
     "QueryTerm",
     "fold",
+    "has_cjk",
     "index_terms",
     "index_words",
     "is_cjk",
@@ -124,6 +125,11 @@ def fold(word: str) -> str:
 def is_cjk(char: str) -> bool:
     """True for a character the analyzer treats as CJK (character path)."""
     return _CJK_CHAR.fullmatch(char) is not None
+
+
+def has_cjk(text: str) -> bool:
+    """True when `text` holds a character the analyzer treats as CJK."""
+    return not text.isascii() and _CJK_CHAR.search(text) is not None
 
 
 def plain_words(text: str) -> list[str] | None:
