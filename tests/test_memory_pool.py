@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import gc
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 from conftest_memory import new_store
 
+from lwc_trio.memory import pool
 from lwc_trio.memory.pool import checkin, checkout
 
 
@@ -66,3 +69,30 @@ def test_a_replaced_file_gets_a_fresh_connection(tmp_path: Path) -> None:
     second = checkout(db, threading.Event())
     checkin(second, reusable=False)
     assert second.conn is not first.conn
+
+
+def test_a_pool_dropped_while_its_lock_is_held_does_not_deadlock(tmp_path: Path) -> None:
+    """The GC may drop a thread's pool in a thread that holds the pool's own lock (or, at
+    exit, while a frozen daemon thread holds it): the drop returns at once and the
+    connection is closed by the next checkin instead."""
+    db = new_store(tmp_path)
+    orphaned: list[sqlite3.Connection] = []
+
+    def drop_under_lock() -> None:
+        thread_pool = pool._ThreadPool()
+        reader = checkout(db, threading.Event())
+        pool._leave(reader.identity)  # checked in by hand: this pool alone holds it
+        thread_pool[reader.key] = reader
+        with pool._BOOK:
+            del thread_pool  # what a GC pass inside a locked section does
+        reader.conn.execute("SELECT 1")  # still open: handed on, not closed
+        orphaned.append(reader.conn)
+
+    thread = threading.Thread(target=drop_under_lock, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "dropping a pool under its lock deadlocked"
+    assert len(orphaned) == 1
+    use_pool_once(db)  # any later checkout and checkin closes the orphaned connection
+    with pytest.raises(sqlite3.ProgrammingError):
+        orphaned[0].execute("SELECT 1")

@@ -17,7 +17,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from pathlib import Path
 from typing import Final
 
@@ -83,14 +83,35 @@ class _ThreadPool(OrderedDict[str, Reader]):
     so without this its descriptor and page cache would linger until a full GC (measured
     when threads were still retired by trio: a long session leaked descriptors and memory at
     every retirement).
+
+    `__del__` never waits for `_BOOK`: the cyclic GC may run it in any thread at any
+    allocation, including one that already holds `_BOOK`, and at interpreter exit a frozen
+    daemon thread may hold it for ever. When the lock is not free at once, the readers go
+    to `_ORPHANS`, which the next checkout or checkin (holding no lock) closes.
     """
 
     def __del__(self) -> None:
-        for reader in self.values():
-            try:
-                _close(reader)
-            except Exception:  # interpreter shutdown: module globals are gone
-                reader.conn.close()
+        if not _BOOK.acquire(blocking=False):
+            _ORPHANS.extend(self.values())
+            return
+        try:
+            for reader in self.values():
+                _close_held(reader)
+        finally:
+            _BOOK.release()
+
+
+_ORPHANS: deque[Reader] = deque()
+"""Readers of dropped thread pools, to close outside `__del__` (deque appends are atomic)."""
+
+
+def _close_orphans() -> None:
+    while _ORPHANS:
+        try:
+            reader = _ORPHANS.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        _close(reader)
 
 
 _local = threading.local()
@@ -117,6 +138,7 @@ def checkout(path: Path, cancelled: threading.Event, *, dir_fd: int | None = Non
             return checkout(path, cancelled, dir_fd=fd)
         finally:
             os.close(fd)
+    _close_orphans()
     key = str(path)
     identity = inspect_store(dir_fd)
     reader = _pool().pop(key, None)
@@ -158,6 +180,7 @@ def checkin(reader: Reader, *, reusable: bool) -> None:
     """Return a connection after its transaction ended; close it unless `reusable`."""
     reader.conn.set_progress_handler(None, 0)
     _leave(reader.identity)
+    _close_orphans()
     if not reusable or reader.conn.in_transaction:
         _close(reader)
         return
@@ -169,10 +192,15 @@ def checkin(reader: Reader, *, reusable: bool) -> None:
 
 def _close(reader: Reader) -> None:
     with _BOOK:
-        if reader.identity in _ACTIVE:
-            _WAITING.setdefault(reader.identity, []).append(reader.conn)
-            return
-        _close_now(reader.identity, reader.conn)
+        _close_held(reader)
+
+
+def _close_held(reader: Reader) -> None:
+    # Caller holds _BOOK.
+    if reader.identity in _ACTIVE:
+        _WAITING.setdefault(reader.identity, []).append(reader.conn)
+        return
+    _close_now(reader.identity, reader.conn)
 
 
 def _close_now(identity: tuple[int, int], conn: sqlite3.Connection) -> None:
