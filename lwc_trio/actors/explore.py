@@ -14,7 +14,8 @@ set here, in one place, from the configuration:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,9 +23,17 @@ import attrs
 import trio
 
 from lwc_trio.actors.authorizer import AuthJob, authorize
-from lwc_trio.actors.planes import PlaneAnswer, PlaneClient, PlaneName
+from lwc_trio.actors.planes import (
+    Checked,
+    PathRefused,
+    PlaneAnswer,
+    PlaneClient,
+    PlaneName,
+    checked_object,
+)
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import ArgumentError, PathRuleError
+from lwc_trio.paths import authorize_project_path
 from lwc_trio.protocol import jsonrpc, session
 from lwc_trio.protocol.arguments import ExploreArgs, validate
 from lwc_trio.protocol.explore_result import NOT_REQUESTED, build_result, tool_response, tool_result
@@ -38,6 +47,14 @@ PLANES_FOR_MODE: Final[Mapping[str, tuple[PlaneName, ...]]] = {
 }
 
 
+def _unchecked(timeout: float) -> ArgumentError:
+    return ArgumentError(
+        "invalid_project_path",
+        f"projectPath could not be checked within {timeout:g} s",
+        "projectPath",
+    )
+
+
 @attrs.define(eq=False)
 class Explorer:
     """Runs `lwc_explore` calls against the shared services (authorizer and planes)."""
@@ -45,6 +62,12 @@ class Explorer:
     config: ServerConfig
     auth: trio.MemorySendChannel[AuthJob]
     planes: Mapping[PlaneName, PlaneClient]
+    checked_memory: bool = False
+    """Mode `memory` sends the path check to the memory plane as the first step of its
+    search (`CheckedQuery`): only with the real memory engine and no faults scripted."""
+    check: Callable[[str], Path] | None = None
+    """The path rules for `checked_memory`; by default `authorize_project_path` in the
+    configured workspace."""
 
     async def call(self, call: session.ToolCall) -> bytes:
         """Run one `tools/call`; returns its JSON-RPC response, encoded (no newline).
@@ -68,6 +91,8 @@ class Explorer:
         """The structured content for `arguments` and its `isError` flag."""
         try:
             args, wanted = self._check(arguments)
+            if self.checked_memory and args.mode == "memory":
+                return await self._memory_checked(args)
             project = await self._authorize(args.projectPath)
         except ArgumentError as err:
             return err.to_json(), True
@@ -108,11 +133,31 @@ class Explorer:
                 return await authorize(self.auth, raw)
         except PathRuleError as exc:
             raise ArgumentError(exc.code, exc.message, "projectPath") from None
-        raise ArgumentError(
-            "invalid_project_path",
-            f"projectPath could not be checked within {timeout:g} s",
-            "projectPath",
+        raise _unchecked(timeout)
+
+    async def _memory_checked(self, args: ExploreArgs) -> tuple[dict[str, Any], bool]:
+        """Mode `memory` as one memory-plane job: path check, then search (`CheckedQuery`).
+
+        Raises `ArgumentError` when the path is refused or its check did not end in time.
+        When the plane fails before it can say how the check went (a crash, a fault), the
+        path is checked again on the authorizer, so the answer is what the two-step
+        pipeline gives.
+        """
+        plane = self.planes["memory"]
+        check = self.check or partial(
+            authorize_project_path, workspace=self.config.workspace, env=self.config.env
         )
+        answer, ms = await plane.ask_checked(args, args.projectPath, self.config, check)
+        if isinstance(answer, PathRefused):
+            if answer.error is None:
+                raise _unchecked(self.config.auth_timeout)
+            raise ArgumentError(answer.error.code, answer.error.message, "projectPath")
+        if isinstance(answer, Checked):
+            project, body = answer.project, checked_object("memory", answer.body)
+        else:
+            project = await self._authorize(args.projectPath)
+            body = checked_object("memory", answer)
+        return build_result(args, str(project), body, dict(NOT_REQUESTED), ms, None)
 
     async def _ask(
         self, wanted: tuple[PlaneClient, ...], args: ExploreArgs, project: Path

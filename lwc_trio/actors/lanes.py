@@ -37,7 +37,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import attrs
 import outcome
@@ -45,7 +45,7 @@ import trio
 
 from lwc_trio.exceptions import LaneClosed
 
-__all__ = ["MAX_STUCK", "ThreadLane", "open_lane"]
+__all__ = ["MAX_STUCK", "LaneCall", "ThreadLane", "open_lane"]
 
 T = TypeVar("T")
 
@@ -180,24 +180,22 @@ class ThreadLane:
         return result
 
     async def _run_growing(self, fn: Callable[..., T], args: tuple[Any, ...], after: float) -> T:
-        finished = trio.Event()
-        box: list[outcome.Outcome[T]] = []
-
-        def done(result: outcome.Outcome[T]) -> None:
-            box.append(result)
-            finished.set()
-
-        job = self._submit(fn, args, done)
+        call: LaneCall[T] = LaneCall(self, fn, args, trio.current_time() + after)
         try:
-            with trio.move_on_after(after):
-                await finished.wait()
-            if not finished.is_set():
-                self._grow(job)
-                await finished.wait()
+            return await call.wait()
         except BaseException:
-            self._abandon(job)
+            call.abandon()
             raise
-        return box[0].unwrap()
+
+    async def start(self, fn: Callable[..., T], *args: Any) -> LaneCall[T]:
+        """Queue `fn(*args)` (after waiting for room) and return a handle to wait on.
+
+        Unlike `run()`, a cancelled wait does not abandon the job: the caller may wait
+        again under another deadline, and must `abandon()` the call when it gives up.
+        """
+        await self.wait_room()
+        grow_at = None if self.grow_after is None else trio.current_time() + self.grow_after
+        return LaneCall(self, fn, args, grow_at)
 
     def close(self) -> None:
         """Stop the threads once their current job ends; queued jobs fail with `LaneClosed`.
@@ -261,7 +259,7 @@ class ThreadLane:
             self._workers.append(worker)
             worker.thread.start()
 
-    def _abandon(self, job: _Job) -> None:
+    def _abandon(self, job: _Job, replace_after: float | None = None) -> None:
         running = False
         with self._lock:
             job.abandoned = True
@@ -271,17 +269,18 @@ class ThreadLane:
                 # Not queued: running (its result is dropped on delivery) or finished.
                 running = job.started and not job.finished
         self._release(job)
-        if running and self.replace_after is not None:
-            if self.replace_after <= 0:
+        if replace_after is None:
+            replace_after = self.replace_after
+        if running and replace_after is not None:
+            if replace_after <= 0:
                 self._write_off(job)
             else:
                 # RuntimeError: the run is ending, so there is no capacity left to keep.
                 with contextlib.suppress(RuntimeError):
-                    trio.lowlevel.spawn_system_task(self._write_off_later, job)
+                    trio.lowlevel.spawn_system_task(self._write_off_later, job, replace_after)
 
-    async def _write_off_later(self, job: _Job) -> None:
-        assert self.replace_after is not None
-        await trio.sleep(self.replace_after)
+    async def _write_off_later(self, job: _Job, after: float) -> None:
+        await trio.sleep(after)
         self._write_off(job)
 
     def _write_off(self, job: _Job) -> None:
@@ -347,6 +346,44 @@ class ThreadLane:
                     return  # the run is over: nobody is left to take results
             if lost:
                 return
+
+
+class LaneCall(Generic[T]):
+    """One job on a lane, started by `ThreadLane.start()`: wait for it, or abandon it.
+
+    Waiting may be cancelled and resumed (say, under a first deadline, then a second),
+    and a growing lane's `grow_after` still applies to the first wait that lasts that long.
+    """
+
+    def __init__(
+        self, lane: ThreadLane, fn: Callable[..., T], args: tuple[Any, ...], grow_at: float | None
+    ) -> None:
+        self._lane = lane
+        self._finished = trio.Event()
+        self._result: outcome.Outcome[T] | None = None
+        self._grow_at = grow_at
+        self._job = lane._submit(fn, args, self._done)
+
+    def _done(self, result: outcome.Outcome[T]) -> None:
+        self._result = result
+        self._finished.set()
+
+    async def wait(self) -> T:
+        """The job's result (or its exception), once it has run."""
+        if self._grow_at is not None and not self._finished.is_set():
+            with trio.move_on_at(self._grow_at):
+                await self._finished.wait()
+            if not self._finished.is_set() and trio.current_time() >= self._grow_at:
+                self._grow_at = None
+                self._lane._grow(self._job)
+        await self._finished.wait()
+        assert self._result is not None
+        return self._result.unwrap()
+
+    def abandon(self, *, replace_after: float | None = None) -> None:
+        """Give the job up (see the module docstring); `replace_after` overrides the lane's."""
+        if not self._finished.is_set():
+            self._lane._abandon(self._job, replace_after)
 
 
 @asynccontextmanager

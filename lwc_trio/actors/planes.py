@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -27,9 +28,9 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from lwc_trio.actors.lanes import open_lane
+from lwc_trio.actors.lanes import LaneCall, open_lane
 from lwc_trio.config import ServerConfig
-from lwc_trio.exceptions import ArgumentError, WorkerCrashed
+from lwc_trio.exceptions import ArgumentError, PathRuleError, WorkerCrashed
 from lwc_trio.faults import Fault, FaultPlan
 from lwc_trio.protocol.arguments import ExploreArgs
 from lwc_trio.protocol.explore_result import check_plane, fault_code, plane_error
@@ -60,6 +61,10 @@ MEMORY_REPLACE_AFTER: Final = 1.0
 """A search abandoned at its deadline normally stops within milliseconds (SQLite's progress
 handler sees the flag); a thread still in it a second later is stuck (a store file swapped
 for a FIFO, a hung mount) and is replaced so the plane keeps its capacity."""
+CHECK_POLL: Final = 0.1
+"""How often a `CheckedQuery` still waiting for a lane thread (the memory plane is busy) looks
+whether its check has started: its 2 s then runs from the start, give or take this much.
+A call that gets a thread at once never looks."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
 timeout answer before concluding the worker itself is stuck."""
@@ -147,6 +152,24 @@ async def ask(
     exception) comes back as that plane's `state: error`; only this request's
     own cancellation propagates.
     """
+    return checked_object(plane, await ask_raw(mailbox, plane, payload, deadline))
+
+
+def checked_object(plane: PlaneName, answer: Any) -> PlaneObject:
+    """`answer` when it has the SPEC §2.1 shape for `plane`, else `<plane>_bad_response`."""
+    if not check_plane(plane, answer):
+        return plane_error(
+            fault_code(plane, "bad_response"),
+            f"{plane} plane answered with a malformed result",
+        )
+    return dict(answer)
+
+
+async def ask_raw(
+    mailbox: trio.MemorySendChannel[PlaneJob], plane: PlaneName, payload: Any, deadline: float
+) -> Any:
+    """`ask()` without the shape check: the worker's answer as it came, or a plane error
+    object for a timeout or a crash."""
     reply_send, reply_recv = trio.open_memory_channel[Any](1)
     job = PlaneJob(payload, trio.CancelScope(deadline=deadline), reply_send)
     try:
@@ -157,15 +180,9 @@ async def ask(
                 except trio.BrokenResourceError:
                     return _crashed(plane)
                 try:
-                    answer = await reply_recv.receive()
+                    return await reply_recv.receive()
                 except trio.EndOfChannel:
                     return _crashed(plane)
-                if not check_plane(plane, answer):
-                    return plane_error(
-                        fault_code(plane, "bad_response"),
-                        f"{plane} plane answered with a malformed result",
-                    )
-                return dict(answer)
             return _timeout(plane)
     finally:
         # However this request ends, the job it started ends with it.
@@ -174,6 +191,70 @@ async def ask(
 
 def _crashed(plane: str) -> dict[str, Any]:
     return plane_error(fault_code(plane, "crashed"), f"{plane} plane worker crashed; restarted")
+
+
+@attrs.frozen
+class CheckedQuery:
+    """A memory search whose projectPath is not checked yet (mode `memory`, real engine).
+
+    The memory engine runs the path check (SPEC §3) and the search as one job on one
+    lane thread: one hand-off to a thread and one back per call instead of two of each,
+    which cost more than the check itself (docs/benchmarks.md). Both deadlines still
+    hold: the check gets `auth_timeout` from the moment the job is queued; the search
+    gets `memory_timeout` from the moment the check ended.
+    """
+
+    raw: str
+    check: Callable[[str], Path]
+    """The path rules, bound to the workspace: raises `PathRuleError`."""
+    build: Callable[[Path], Any]
+    """The `MemoryQuery` for the canonical project directory."""
+    auth_timeout: float
+    memory_timeout: float
+
+
+@attrs.frozen
+class Checked:
+    """What a `CheckedQuery` found: the canonical projectPath and the memory object."""
+
+    project: Path
+    body: Any
+
+
+@attrs.frozen
+class PathRefused:
+    """A `CheckedQuery` whose path check failed (`error`), or did not end in time (None)."""
+
+    error: PathRuleError | None
+
+
+@attrs.define(eq=False)
+class _CheckClock:
+    """When the job of a `CheckedQuery` started and its check ended (`time.perf_counter()`,
+    written in the lane thread, read in the trio thread: only their difference is used)."""
+
+    started: float | None = None
+    ended: float | None = None
+
+
+def _checked_search(
+    query: CheckedQuery, clock: _CheckClock, cancelled: threading.Event
+) -> Checked | PathRefused:
+    """The lane thread's job for a `CheckedQuery`: the path rules, then the search."""
+    from lwc_trio.memory.engine import explore_memory
+
+    clock.started = time.perf_counter()
+    try:
+        project = query.check(query.raw)
+    except PathRuleError as exc:
+        return PathRefused(exc)
+    except Exception:
+        log.exception("path check failed")
+        return PathRefused(
+            PathRuleError("invalid_project_path", "projectPath could not be checked")
+        )
+    clock.ended = time.perf_counter()
+    return Checked(project, explore_memory(query.build(project), cancelled=cancelled))
 
 
 @asynccontextmanager
@@ -192,7 +273,9 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
         queue=MAILBOX_SIZE,
     ) as lane:
 
-        async def run(query: Any) -> dict[str, Any]:
+        async def run(query: Any) -> Any:
+            if isinstance(query, CheckedQuery):
+                return await run_checked(query)
             # Imported on first use, not at start-up: initialize is answered sooner.
             from lwc_trio.memory.engine import explore_memory
 
@@ -207,6 +290,68 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
                 cancelled.set()
                 raise
             return result
+
+        async def run_checked(query: CheckedQuery) -> Checked | PathRefused | PlaneObject:
+            # Each step keeps the deadline the two-step pipeline gives it: waiting for a
+            # thread counts against the search's deadline (as it would behind the limiter),
+            # the check gets `auth_timeout` from when it is seen started, and the search
+            # `memory_timeout` from the queueing, not counting the check's own duration
+            # (measured in the thread: a duration, never an instant, so it holds under a
+            # virtual clock too).
+            cancelled = threading.Event()
+            clock = _CheckClock()
+            queued = trio.current_time()
+            acquired = False
+            with trio.move_on_at(queued + query.memory_timeout):
+                await limiter.acquire()
+                acquired = True
+            if not acquired:
+                return _timeout("memory")
+            try:
+                call: LaneCall[Checked | PathRefused] | None = None
+                with trio.move_on_at(queued + query.memory_timeout):
+                    call = await lane.start(_checked_search, query, clock, cancelled)
+                if call is None:
+                    return _timeout("memory")
+                try:
+                    seen: float | None = None  # first seen started (no wake-up says when)
+                    while True:
+                        now = trio.current_time()
+                        if seen is None and clock.started is not None:
+                            seen = now
+                        ended = clock.ended
+                        if seen is None:
+                            # Look again soon, so a check that starts late still ends on time.
+                            poll = min(query.auth_timeout, CHECK_POLL)
+                            at = min(queued + query.memory_timeout, now + poll)
+                        elif ended is None:
+                            at = seen + query.auth_timeout
+                        else:
+                            checking = ended - (clock.started or ended)
+                            at = queued + checking + query.memory_timeout
+                        with trio.move_on_at(at):
+                            return await call.wait()
+                        if seen is None:
+                            if clock.started is not None or trio.current_time() < at:
+                                continue  # it started meanwhile: its check deadline applies
+                            if at < queued + query.memory_timeout:
+                                continue
+                        elif ended is None:
+                            if clock.ended is not None:
+                                continue  # the check ended meanwhile: the search's deadline
+                            # A thread still in the check at its deadline is stuck: replace
+                            # it now, as the authorizer does (SPEC §3).
+                            call.abandon(replace_after=0)
+                            return PathRefused(None)
+                        cancelled.set()
+                        call.abandon()
+                        return _timeout("memory")
+                except BaseException:
+                    cancelled.set()
+                    call.abandon()
+                    raise
+            finally:
+                limiter.release()
 
         yield run
 
@@ -251,6 +396,25 @@ class PlaneClient:
         started = trio.current_time()
         body = await ask(self.mailbox, self.name, payload, started + self.timeout)
         return PlaneAnswer(body, round((trio.current_time() - started) * 1000))
+
+    async def ask_checked(
+        self, args: ExploreArgs, raw: str, config: ServerConfig, check: Callable[[str], Path]
+    ) -> tuple[Checked | PathRefused | PlaneObject, int]:
+        """Send a `CheckedQuery` (the memory plane's real engine only); the answer and ms.
+
+        The plane's own outer deadline covers both steps; the engine applies each one.
+        """
+        query = CheckedQuery(
+            raw,
+            check,
+            lambda project: self.build(args, project, config),
+            config.auth_timeout,
+            self.timeout,
+        )
+        started = trio.current_time()
+        deadline = started + config.auth_timeout + self.timeout
+        answer = await ask_raw(self.mailbox, self.name, query, deadline)
+        return answer, round((trio.current_time() - started) * 1000)
 
 
 def check_memory_arguments(args: ExploreArgs) -> None:

@@ -50,6 +50,7 @@ class Services:
         self.config = config
         self.faults = faults
         # Tests swap in scripted fakes here; the server uses the real engines.
+        self._real_memory = engines is None
         self.engines = (
             dict(engines)
             if engines is not None
@@ -65,7 +66,10 @@ class Services:
     def explorer(self) -> Explorer:
         """The explore pipeline over these services."""
         planes = plane_clients(self.config, self.memory_send, self.code_send)
-        return Explorer(self.config, self.auth_send, planes)
+        # The path check joins the memory search only on the real engine (scripted fakes do
+        # not check paths) and only with no faults scripted, whose per-call order it keeps.
+        checked = self._real_memory and not self.faults.active
+        return Explorer(self.config, self.auth_send, planes, checked_memory=checked)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the authorizer and both plane workers; run until cancelled."""

@@ -1,0 +1,151 @@
+"""Mode `memory` as one memory-lane job (path check, then search) on the real memory engine.
+
+The checked path must answer exactly what the two-step pipeline (authorizer, then memory
+plane) answers, and keep SPEC §3's deadline: a hung check answers at 2 s, its thread is
+replaced, and other calls do not wait for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+from conftest_memory import new_store, page, put_pages
+
+from lwc_trio.actors.explore import Explorer
+from lwc_trio.actors.planes import MEMORY_THREADS
+from lwc_trio.actors.supervisor import Services
+from lwc_trio.config import ServerConfig
+from lwc_trio.faults import FaultPlan
+from lwc_trio.paths import authorize_project_path
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Virtual time that jumps once the loop has idled 100 ms of real time: real threads
+    start and search meanwhile, and on a loaded machine starting one can take 20 ms."""
+    return trio.testing.MockClock(autojump_threshold=0.1)
+
+
+@pytest.fixture
+def config(workspace: Path, home: Path) -> ServerConfig:
+    db = new_store(workspace)
+    put_pages(db, [page("auth-flow", "Auth flow", "Login uses short-lived access tokens.")])
+    (workspace / "sub").mkdir()
+    return ServerConfig(workspace=workspace, home=home, env={"HOME": str(home)}, version="test")
+
+
+@asynccontextmanager
+async def explorer(config: ServerConfig) -> AsyncIterator[Explorer]:
+    services = Services(config, FaultPlan())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(services.run)
+        yield services.explorer()
+        nursery.cancel_scope.cancel()
+
+
+def _without_timings(answer: tuple[dict[str, Any], bool]) -> tuple[dict[str, Any], bool]:
+    structured, is_error = answer
+    return {k: v for k, v in structured.items() if k != "timings"}, is_error
+
+
+@pytest.mark.parametrize(
+    "project",
+    ["WS", "WS/sub", "WS/missing", "WS/../", "relative", "/", "HOME"],
+)
+async def test_checked_memory_answers_as_the_two_step_pipeline(
+    config: ServerConfig, project: str
+) -> None:
+    """Found results, each path refusal: the same answer with the check on either side."""
+    raw = project.replace("WS", str(config.workspace)).replace("HOME", str(config.home))
+    arguments = {"query": "login tokens", "projectPath": raw, "mode": "memory"}
+    async with explorer(config) as checked:
+        assert checked.checked_memory
+        two_step = attrs.evolve(checked, checked_memory=False)
+        one = await checked.run(arguments)
+        other = await two_step.run(arguments)
+    assert _without_timings(one) == _without_timings(other)
+    if project == "WS":
+        assert one[0]["memory"]["results"][0]["identifier"] == "auth-flow"
+        assert set(one[0]["timings"]) == {"memoryMs"}
+
+
+def _could_not_check(answer: tuple[dict[str, Any], bool]) -> bool:
+    structured, is_error = answer
+    return is_error and structured["error"] == {
+        "code": "invalid_project_path",
+        "message": "projectPath could not be checked within 2 s",
+        "field": "projectPath",
+    }
+
+
+def _found(answer: tuple[dict[str, Any], bool]) -> bool:
+    structured, is_error = answer
+    return not is_error and structured["memory"]["results"][0]["identifier"] == "auth-flow"
+
+
+async def _calls(
+    config: ServerConfig, plan: list[tuple[float, str, str]]
+) -> dict[str, tuple[float, tuple[dict[str, Any], bool]]]:
+    """Run `(at, name, project)` calls in mode memory; a check of `WS/sub` hangs."""
+    release = threading.Event()
+
+    def check(raw: str) -> Path:
+        if raw.endswith("/sub"):
+            release.wait()
+        return authorize_project_path(raw, config.workspace, config.env)
+
+    answers: dict[str, tuple[float, tuple[dict[str, Any], bool]]] = {}
+    async with explorer(config) as plain:
+        ex = attrs.evolve(plain, check=check)
+
+        async def call(at: float, name: str, raw: str) -> None:
+            await trio.sleep_until(at)
+            arguments = {"query": "login tokens", "projectPath": raw, "mode": "memory"}
+            answer = await ex.run(arguments)
+            answers[name] = (trio.current_time(), answer)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for at, name, project in plan:
+                    raw = project.replace("WS", str(config.workspace))
+                    nursery.start_soon(call, at, name, raw)
+        finally:
+            release.set()
+    return answers
+
+
+async def test_a_hung_check_answers_at_its_deadline_and_others_do_not_wait(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """A check that hangs answers "could not be checked within 2 s" at 2 s; a call beside it
+    is answered at once."""
+    answers = await _calls(config, [(0.0, "hung", "WS/sub"), (0.5, "beside", "WS")])
+    assert answers["hung"][0] == pytest.approx(config.auth_timeout, abs=0.3)
+    assert _could_not_check(answers["hung"][1])
+    assert answers["beside"][0] == pytest.approx(0.5, abs=0.3)
+    assert _found(answers["beside"][1])
+
+
+async def test_stuck_check_threads_are_replaced(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """More hung checks than memory threads: each answers 2 s after its check started (the
+    first ones at 2 s, the ones that waited for a thread later); a call after them all is
+    served at once, on threads that replaced the stuck ones."""
+    hung = MEMORY_THREADS + 2
+    plan = [(0.0, f"hung{i}", "WS/sub") for i in range(hung)] + [(5.0, "after", "WS")]
+    answers = await _calls(config, plan)
+    times = sorted(answers[f"hung{i}"][0] for i in range(hung))
+    assert times[0] == pytest.approx(2.0, abs=0.3)
+    assert times[-1] == pytest.approx(4.0, abs=0.5)
+    assert all(_could_not_check(answers[f"hung{i}"][1]) for i in range(hung))
+    assert answers["after"][0] == pytest.approx(5.0, abs=0.3)
+    assert _found(answers["after"][1])
