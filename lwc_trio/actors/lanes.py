@@ -380,6 +380,28 @@ class LaneCall(Generic[T]):
         assert self._result is not None
         return self._result.unwrap()
 
+    async def wait_until(self, at: float) -> bool:
+        """Wait for the job until trio time `at` at most; True once it has run.
+
+        One cancel scope per call in the usual case (the job ends before `grow_after`).
+        """
+        while not self._finished.is_set():
+            grow_at = self._grow_at
+            with trio.move_on_at(at if grow_at is None else min(at, grow_at)):
+                await self._finished.wait()
+            now = trio.current_time()
+            if grow_at is not None and now >= grow_at and not self._finished.is_set():
+                self._grow_at = None
+                self._lane._grow(self._job)
+            if now >= at:
+                break
+        return self._finished.is_set()
+
+    def result(self) -> T:
+        """The finished job's result (or its exception); only after `wait_until()` is True."""
+        assert self._result is not None
+        return self._result.unwrap()
+
     def abandon(self, *, replace_after: float | None = None) -> None:
         """Give the job up (see the module docstring); `replace_after` overrides the lane's."""
         if not self._finished.is_set():

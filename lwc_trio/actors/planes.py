@@ -301,15 +301,12 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
             cancelled = threading.Event()
             clock = _CheckClock()
             queued = trio.current_time()
+            call: LaneCall[Checked | PathRefused] | None = None
             acquired = False
-            with trio.move_on_at(queued + query.memory_timeout):
-                await limiter.acquire()
-                acquired = True
-            if not acquired:
-                return _timeout("memory")
             try:
-                call: LaneCall[Checked | PathRefused] | None = None
                 with trio.move_on_at(queued + query.memory_timeout):
+                    await limiter.acquire()
+                    acquired = True
                     call = await lane.start(_checked_search, query, clock, cancelled)
                 if call is None:
                     return _timeout("memory")
@@ -329,8 +326,8 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
                         else:
                             checking = ended - (clock.started or ended)
                             at = queued + checking + query.memory_timeout
-                        with trio.move_on_at(at):
-                            return await call.wait()
+                        if await call.wait_until(at):
+                            return call.result()
                         if seen is None:
                             if clock.started is not None or trio.current_time() < at:
                                 continue  # it started meanwhile: its check deadline applies
@@ -351,7 +348,8 @@ async def memory_engine(config: Any) -> AsyncIterator[Engine]:
                     call.abandon()
                     raise
             finally:
-                limiter.release()
+                if acquired:
+                    limiter.release()
 
         yield run
 
