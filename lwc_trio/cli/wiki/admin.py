@@ -1,0 +1,79 @@
+"""`lwc init`, `lwc config set`, `lwc graph build|status` and `lwc repair`: the store itself."""
+
+from __future__ import annotations
+
+import argparse
+
+from lwc_trio.cli.wiki.console import Progress, handles_errors, out
+from lwc_trio.cli.wiki.stores import (
+    create_for_scope,
+    each_store,
+    refuse_lwc_store,
+    require_store,
+    write_scope,
+)
+from lwc_trio.exceptions import UsageError
+from lwc_trio.memory.writer import Wiki
+
+# LWC 0.16 names its graph engines; lwc has one (SQLite), so either name simply enables it.
+GRAPH_ENABLED = ("enabled", "grafeo", "surrealdb")
+
+
+@handles_errors
+def init_store(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    path, created, excluded = create_for_scope(scope, git_exclude=not args.no_git_exclude)
+    refuse_lwc_store(path, scope)
+    with Wiki(path) as wiki:
+        status = wiki.status()
+    result = {"scope": scope, "created": created, **status, "gitExclude": excluded}
+    return out(
+        args,
+        result,
+        lambda r: f"{'Created' if r['created'] else 'Already initialized:'} {r['path']}",
+    )
+
+
+@handles_errors
+def config_set(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    if args.graph is None:
+        raise UsageError("invalid_usage", "nothing to set; use --graph enabled|disabled")
+    with Wiki(require_store(scope)) as wiki:
+        changed = wiki.set_graph_enabled(args.graph in GRAPH_ENABLED)
+        status = wiki.status()
+    result = {"scope": scope, "changed": changed, **status}
+    word = "enabled" if args.graph in GRAPH_ENABLED else "disabled"
+    return out(args, result, lambda r: f"Document graph {word}")
+
+
+@handles_errors
+def graph_build(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    with Wiki(require_store(scope)) as wiki, Progress("Building graph") as progress:
+        result = {"scope": scope, **wiki.build_graph(progress)}
+    return out(args, result, lambda r: f"Graph ready at content revision {r['builtRevision']}")
+
+
+@handles_errors
+def graph_status(args: argparse.Namespace) -> int:
+    stores = []
+    for scope, path in each_store(args):
+        with Wiki(path) as wiki:
+            stores.append({"scope": scope, **wiki.status()})
+    return out(
+        args,
+        {"stores": stores},
+        lambda r: "\n".join(f"{s['scope']}: graph {s['graph']['status']}" for s in r["stores"]),
+    )
+
+
+@handles_errors
+def repair_store(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    path = require_store(scope)
+    journal = path.with_name(path.name + "-journal")
+    had_journal = journal.exists() and journal.stat().st_size > 0
+    with Wiki(path) as wiki:  # opening rolls a leftover hot journal back
+        result = {"scope": scope, "journalRolledBack": had_journal, **wiki.repair()}
+    return out(args, result, lambda r: f"Store OK; {r['reindexed']} documents reindexed")

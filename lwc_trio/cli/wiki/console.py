@@ -1,0 +1,67 @@
+"""What every Wiki command shares at the terminal: error mapping, output and a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sqlite3
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from lwc_trio.cli.output import emit, fail, wants_json
+from lwc_trio.exceptions import WikiError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def handles_errors(handler: Handler) -> Handler:
+    """Turn memory-plane errors into the CLI's `{"error"}` + exit 1."""
+
+    @functools.wraps(handler)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except WikiError as exc:
+            raise fail(exc.code, exc.message) from None
+        except sqlite3.Error as exc:
+            raise fail("store_corrupt", f"the store could not be used ({exc})") from None
+
+    return wrapper
+
+
+def out(args: argparse.Namespace, obj: Any, human: Callable[[Any], str]) -> int:
+    """Print `obj` as JSON or as `human(obj)` (what `--json` and the terminal ask for); exit 0."""
+    emit(obj, as_json=wants_json(args.json), human=human)
+    return 0
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal (`with` ends it)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.active = sys.stderr.isatty()
+        self.drawn = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.active or total <= 0:
+            return
+        width = 30
+        filled = width * done // total
+        bar = "#" * filled + "." * (width - filled)
+        sys.stderr.write(f"\r{self.label} [{bar}] {done}/{total}")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def finish(self) -> None:
+        """End the bar's line."""
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

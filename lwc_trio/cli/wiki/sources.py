@@ -1,0 +1,92 @@
+"""`lwc source add|show` and `lwc search`: Sources and the search over both kinds."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from pathlib import Path
+from typing import Any
+
+from lwc_trio.cli.output import fail, style
+from lwc_trio.cli.wiki.console import Progress, handles_errors, out
+from lwc_trio.cli.wiki.stores import (
+    find_store,
+    first_found,
+    read_scopes,
+    require_store,
+    write_scope,
+)
+from lwc_trio.exceptions import UsageError
+from lwc_trio.memory.engine import merge_rows, query_stores
+from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
+from lwc_trio.memory.transfer import read_source_inputs
+from lwc_trio.memory.writer import Wiki
+
+SEARCH_LIMIT_MAX = 50
+
+
+@handles_errors
+def source_add(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    target = Path(args.path)
+    if args.title is not None and target.is_dir():
+        raise UsageError("invalid_usage", "--title applies to a single FILE, not a directory")
+    store = require_store(scope)
+    inputs = read_source_inputs(target, root=store.parent.parent, title=args.title)
+    with Wiki(store) as wiki, Progress("Adding sources") as progress:
+        added = wiki.add_sources(inputs, progress=progress if len(inputs) > 1 else None)
+    return out(
+        args,
+        {"scope": scope, "sources": added},
+        lambda r: "\n".join(
+            f"{s['id']}\t{s['title']}{'' if s['created'] else '  (already stored)'}"
+            for s in r["sources"]
+        ),
+    )
+
+
+@handles_errors
+def source_show(args: argparse.Namespace) -> int:
+    if args.offset_chars < 0 or args.max_chars < 1:
+        raise UsageError("invalid_usage", "--offset-chars must be >= 0 and --max-chars >= 1")
+    found = first_found(
+        args,
+        lambda wiki: wiki.get_source(args.id, offset=args.offset_chars, max_chars=args.max_chars),
+    )
+    return out(args, found, lambda r: str(r["content"]))
+
+
+@handles_errors
+def search_stores(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= SEARCH_LIMIT_MAX:
+        raise UsageError("invalid_usage", f"--limit must be between 1 and {SEARCH_LIMIT_MAX}")
+    terms = tokenize(args.query)
+    if len(terms) > MAX_TERMS:
+        raise fail("invalid_query", f"the query has more than {MAX_TERMS} search terms")
+    refs = [ref for scope in read_scopes(args) if (ref := find_store(scope)) is not None]
+    if not refs:
+        require_store(read_scopes(args)[0])
+    answers = query_stores(refs, args.query, args.limit, threading.Event())
+    if all(answer.error is not None for answer in answers):
+        first = answers[0].error
+        assert first is not None
+        raise fail(first.code, first.message)
+    result = {
+        "query": args.query,
+        "scope": args.scope,
+        "stores": [answer.store_json() for answer in answers],
+        "results": [row.to_json() for row in merge_rows(answers, args.limit)],
+    }
+    return out(args, result, _human_results)
+
+
+def _human_results(result: dict[str, Any]) -> str:
+    if not result["results"]:
+        return "No results."
+    lines = []
+    for i, row in enumerate(result["results"], start=1):
+        fuzzy = style(" ~fuzzy", "yellow") if row["match"] == "fuzzy" else ""
+        ident = style(row["identifier"], "bold", "cyan")
+        lines.append(f"{i}. [{row['type']}] {ident} — {row['title']}{fuzzy}")
+        lines.append(style(f"   {row['snippet']}", "dim"))
+    return "\n".join(lines)
