@@ -89,26 +89,44 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> Trees:
 
 
 SWAPPER = """
-import os, sys, time
+import errno, os, sys, time
 target, outside, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 hidden = target + ".real"
 end = time.monotonic() + seconds
-swaps = 0
+swaps = strays = 0
+
+
+def restore():
+    global strays
+    while True:
+        try:
+            os.rename(hidden, target)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        # A CodeGraph child starting while the project is away recreates
+        # PROJECT/.codegraph/writer.pid (mkdir -p): move that stray tree aside.
+        strays += 1
+        os.rename(target, f"{target}.stray{strays}")
+
+
 try:
     while time.monotonic() < end:
         os.rename(target, hidden)
         os.symlink(outside, target)
         time.sleep(0.0005)
         os.unlink(target)
-        os.rename(hidden, target)
+        restore()
         swaps += 1
         time.sleep(0.0005)
 finally:
     if os.path.islink(target):
         os.unlink(target)
     if os.path.exists(hidden):
-        os.rename(hidden, target)
+        restore()
 print(swaps)
+print(f"{strays} stray trees moved aside", file=sys.stderr)
 """
 
 
