@@ -13,8 +13,13 @@ CODEGRAPH_VERSION=1.6.1
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[test]'
+# A venv that already installed this exact pyproject.toml skips pip (a few seconds a run).
+stamp="$VENV/.installed-pyproject.toml"
+if ! cmp -s pyproject.toml "$stamp"; then
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet -e '.[test]'
+    cp pyproject.toml "$stamp"
+fi
 
 # The real CodeGraph runtime for the integration tests (npm registry only).
 pkg="$CODEGRAPH_DIR/node_modules/@colbymchenry/codegraph/package.json"
@@ -42,4 +47,8 @@ fi
 # black-box tests' `lwc` subprocesses are not measured (pytest-cov 7 no longer starts
 # coverage in subprocesses, and those tests' scratch directories must stay free of
 # coverage data files), so code reached only through a real process counts as missed.
-exec "$VENV/bin/python" -m pytest --cov --cov-report=term "$@"
+# Three workers (pytest-xdist): many tests wait on child processes, so on two cores a third
+# worker still pays; LWC_TEST_WORKERS=0 runs everything in this one process. loadgroup keeps
+# tests marked `xdist_group` (one shared install) on one worker.
+exec "$VENV/bin/python" -m pytest -n "${LWC_TEST_WORKERS:-3}" --dist loadgroup \
+    --cov --cov-report=term "$@"

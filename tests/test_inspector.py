@@ -19,7 +19,8 @@ import pytest
 import trio
 from conftest import REPO, lwc_command
 
-pytestmark = pytest.mark.slow
+# One worker installs the Inspector into .cache/inspector and runs every test here (xdist).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("inspector")]
 
 INSPECTOR = REPO / "scripts" / "inspector.sh"
 INSTALL_TIMEOUT = 150.0
