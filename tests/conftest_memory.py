@@ -27,6 +27,21 @@ def new_store(root: Path) -> Path:
     return path
 
 
+def new_project(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A workspace with a project store and an empty home: (project dir, store, home)."""
+    project = tmp_path / "ws"
+    home = tmp_path / "home"
+    home.mkdir()
+    return project, new_store(project), home
+
+
+def ids(memory: dict[str, object]) -> list[str]:
+    """Identifiers of the results, in order."""
+    results = memory["results"]
+    assert isinstance(results, list)
+    return [row["identifier"] for row in results]
+
+
 def put_pages(db: Path, pages: Iterable[PageInput]) -> None:
     """Write `pages` through the real write path."""
     with Wiki(db) as wiki:

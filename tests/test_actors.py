@@ -182,18 +182,35 @@ async def test_cancelled_request_gets_no_response_and_stops_its_work(
     assert log == ["cancelled"]
 
 
-async def test_eof_answers_every_in_flight_call_before_exit(
-    config: ServerConfig, clock: trio.testing.MockClock
+@pytest.mark.parametrize(
+    ("max_in_flight", "delay", "times"),
+    [
+        # Five calls in flight at once: all answered at 1.5 s, within the grace.
+        (None, 1.5, [1.5] * 5),
+        # Six piped calls, two in flight at a time: the queued ones are answered too.
+        (2, 3.0, [3.0, 3.0, 6.0, 6.0, 9.0, 9.0]),
+    ],
+    ids=["in-flight", "queued-beyond-the-bound"],
+)
+async def test_eof_answers_every_call_before_exit(
+    config: ServerConfig,
+    clock: trio.testing.MockClock,
+    max_in_flight: int | None,
+    delay: float,
+    times: list[float],
 ) -> None:
-    """stdin EOF with calls in flight: all are answered within the grace, then exit 0."""
-    async with running(config, scripted(MEMORY_READY, 1.5), scripted(CODE_READY, 0)) as h:
-        for rid in range(5):
+    """stdin EOF with calls in flight or queued: every call is answered, then exit 0."""
+    if max_in_flight is not None:
+        config = attrs.evolve(config, max_in_flight=max_in_flight)
+    async with running(config, scripted(MEMORY_READY, delay), scripted(CODE_READY, 0)) as h:
+        for rid in range(len(times)):
             await h.call(rid)
         await h.to_server.aclose()
-    assert sorted(h.answers) == [0, 1, 2, 3, 4]
-    assert all(at == pytest.approx(1.5) for at, _ in h.answers.values())
+    assert sorted(h.answers) == list(range(len(times)))
+    assert sorted(at for at, _ in h.answers.values()) == pytest.approx(times)
+    assert all(h.structured(rid)["memory"] == MEMORY_READY for rid in range(len(times)))
     assert h.exit_code == 0
-    assert h.exited_at == pytest.approx(1.5)
+    assert h.exited_at == pytest.approx(times[-1])
 
 
 async def test_eof_answers_a_call_that_outlasts_the_grace(
@@ -210,22 +227,6 @@ async def test_eof_answers_a_call_that_outlasts_the_grace(
     assert h.answers[1][0] == pytest.approx(30.0)
     assert h.exit_code == 0
     assert h.exited_at == pytest.approx(30.0)
-
-
-async def test_eof_answers_calls_queued_beyond_the_in_flight_bound(
-    config: ServerConfig, clock: trio.testing.MockClock
-) -> None:
-    """Six piped calls, two in flight at a time, stdin closed at once: all six answered."""
-    config = attrs.evolve(config, max_in_flight=2)
-    async with running(config, scripted(MEMORY_READY, 3.0), scripted(CODE_READY, 0)) as h:
-        for rid in range(6):
-            await h.call(rid)
-        await h.to_server.aclose()
-    assert sorted(h.answers) == [0, 1, 2, 3, 4, 5]
-    times = sorted(at for at, _ in h.answers.values())
-    assert times == pytest.approx([3.0, 3.0, 6.0, 6.0, 9.0, 9.0])
-    assert all(h.structured(rid)["memory"] == MEMORY_READY for rid in range(6))
-    assert h.exit_code == 0
 
 
 async def test_signal_cancels_what_outlasts_the_grace(

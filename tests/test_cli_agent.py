@@ -13,51 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_home import FakeHome
 
 from lwc_trio.cli.main import main
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-class Env:
+class Env(FakeHome):
     """A temporary HOME, a project directory (the cwd) and a fake `lwc` on PATH."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.home = root / "home"
-        self.project = root / "work" / "proj"
-        self.bin = root / "bin"
-        for path in (self.home, self.project, self.bin):
-            path.mkdir(parents=True)
-        self.lwc = self.bin / "lwc"
-        self.lwc.write_text("#!/bin/sh\necho lwc 0.0-test\n")
-        self.lwc.chmod(0o755)
-        self.vars = {
-            "HOME": str(self.home),
-            "PATH": f"{self.bin}:/usr/bin:/bin",
-            "PYTHONPATH": str(REPO),
-            "LANG": "C.UTF-8",
-        }
 
     def run(
         self, *args: str, cwd: Path | None = None, **env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run `lwc ARGS` as a subprocess (stdout is a pipe, so output is JSON)."""
         return self.spawn(args, cwd, env)
-
-    def spawn(
-        self, args: tuple[str, ...], cwd: Path | None, env: dict[str, str]
-    ) -> subprocess.CompletedProcess[str]:
-        """`run` with its parts passed explicitly."""
-        return subprocess.run(
-            [sys.executable, "-m", "lwc_trio", *args],
-            cwd=cwd or self.project,
-            env={**self.vars, **env},
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
 
     def ok(self, *args: str, **env: str) -> dict[str, Any]:
         """Run and return the stdout JSON of a successful command."""
@@ -74,23 +42,6 @@ class Env:
         assert done.stdout == ""
         error: dict[str, str] = json.loads(done.stderr)["error"]
         return error
-
-    def snapshot(self) -> dict[str, tuple[bytes | str, int]]:
-        """Every file, link and folder under HOME and the project, with content and mode."""
-        out: dict[str, tuple[bytes | str, int]] = {}
-        for base in (self.home, self.root / "work"):
-            for directory, dirs, files in os.walk(base):
-                for name in [*dirs, *files]:
-                    path = Path(directory, name)
-                    st = path.lstat()
-                    if stat.S_ISLNK(st.st_mode):
-                        content: bytes | str = "-> " + os.readlink(path)
-                    elif stat.S_ISDIR(st.st_mode):
-                        content = "<dir>"
-                    else:
-                        content = path.read_bytes()
-                    out[str(path)] = (content, st.st_mode)
-        return out
 
 
 @pytest.fixture
@@ -191,6 +142,16 @@ def test_claude_config_dir_override(env: Env) -> None:
     assert not (env.home / ".claude.json").exists()
 
 
+def cursor_entry(env: Env) -> str:
+    """The `lwc` entry Cursor's mcp.json gets, last in `mcpServers`, and the file's end."""
+    return (
+        '    "lwc": {\n'
+        f'      "command": "{env.lwc}",\n'
+        '      "args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
+        "    }\n  }\n}\n"
+    )
+
+
 def test_cursor_project_keeps_comments(env: Env) -> None:
     """Cursor: comments and other servers in .cursor/mcp.json survive; --path ${workspaceFolder}."""
     path = env.project / ".cursor" / "mcp.json"
@@ -202,10 +163,7 @@ def test_cursor_project_keeps_comments(env: Env) -> None:
     install_twice(env, path, "cursor")
     assert path.read_text() == (
         '{\n  // shared with the team\n  "mcpServers": {\n    "db": {"url": "http://localhost:9"},'
-        ' // local only\n    "lwc": {\n'
-        f'      "command": "{env.lwc}",\n'
-        '      "args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
-        "    }\n  }\n}\n"
+        " // local only\n" + cursor_entry(env)
     )
 
 
@@ -215,12 +173,7 @@ def test_cursor_user_creates_a_new_file_without_backup(env: Env) -> None:
     result = install_twice(env, path, "cursor", "--user")
     assert result["backup"] is None
     assert backups(path) == []
-    assert path.read_text() == (
-        '{\n  "mcpServers": {\n    "lwc": {\n'
-        f'      "command": "{env.lwc}",\n'
-        '      "args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
-        "    }\n  }\n}\n"
-    )
+    assert path.read_text() == '{\n  "mcpServers": {\n' + cursor_entry(env)
 
 
 def test_vscode_project_jsonc_with_inputs_and_trailing_commas(env: Env) -> None:

@@ -4,73 +4,31 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_home import FakeHome
 
 from lwc_trio.cli.main import main
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.writer import Wiki
 
-REPO = Path(__file__).resolve().parents[1]
 PYTHON_BIN = Path(sys.executable).parent
 
 
-class Box:
+class Box(FakeHome):
     """A temporary HOME, a project (the cwd), a fake `lwc` on PATH and no CodeGraph runtime."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.home = root / "home"
-        self.project = root / "work" / "proj"
-        self.bin = root / "bin"
-        for path in (self.home, self.project, self.bin):
-            path.mkdir(parents=True)
-        self.lwc = self.bin / "lwc"
-        self.lwc.write_text("#!/bin/sh\necho lwc 0.0-test\n")
-        self.lwc.chmod(0o755)
-        self.vars = {
-            "HOME": str(self.home),
-            "PATH": f"{self.bin}:/usr/bin:/bin",
-            "PYTHONPATH": str(REPO),
-            "LANG": "C.UTF-8",
-        }
+    snapshot_mtimes = True  # doctor must not even touch a file
 
     def doctor(self, *args: str, cwd: Path | None = None, **env: str) -> dict[str, Any]:
         """Run `lwc doctor ARGS` (piped: JSON); it must exit 0 and print nothing on stderr."""
-        done = subprocess.run(
-            [sys.executable, "-m", "lwc_trio", "doctor", *args],
-            cwd=cwd or self.project,
-            env={**self.vars, **env},
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        done = self.spawn(("doctor", *args), cwd, env)
         assert (done.returncode, done.stderr) == (0, "")
         report: dict[str, Any] = json.loads(done.stdout)
         return report
-
-    def snapshot(self) -> dict[str, tuple[bytes | str, int, int]]:
-        """Bytes (or link target), mode and mtime of everything under HOME and the project."""
-        out: dict[str, tuple[bytes | str, int, int]] = {}
-        for base in (self.home, self.root / "work"):
-            for directory, dirs, files in os.walk(base):
-                for name in [*dirs, *files]:
-                    path = Path(directory, name)
-                    st = path.lstat()
-                    if stat.S_ISLNK(st.st_mode):
-                        content: bytes | str = "-> " + os.readlink(path)
-                    elif stat.S_ISDIR(st.st_mode):
-                        content = "<dir>"
-                    else:
-                        content = path.read_bytes()
-                    out[str(path)] = (content, st.st_mode, st.st_mtime_ns)
-        return out
 
 
 @pytest.fixture

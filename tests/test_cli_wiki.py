@@ -24,6 +24,10 @@ def env(tmp_path: Path) -> tuple[Path, Path]:
     return project, home
 
 
+K8S = ("page", "put", "k8s", "--title", "Kubernetes", "--file", "body.md")
+"""`lwc page put` of the page most tests write (body.md comes from the `env` fixture)."""
+
+
 def store_bytes(project: Path) -> dict[str, bytes]:
     """The store directory's files and bytes."""
     return snapshot(project / ".lwc")
@@ -81,21 +85,7 @@ def test_page_put_show_list_remove_round_trip(env: tuple[Path, Path]) -> None:
     """A page written from a file and from stdin reads back whole; remove deletes it."""
     project, home = env
     put = out_json(
-        run_lwc(
-            "page",
-            "put",
-            "k8s",
-            "--title",
-            "Kubernetes",
-            "--summary",
-            "S",
-            "--file",
-            "body.md",
-            "--provenance",
-            "agent-observed",
-            cwd=project,
-            home=home,
-        )
+        run_lwc(*K8S, "--summary", "S", "--provenance", "agent-observed", cwd=project, home=home)
     )
     assert put == {"scope": "project", "slug": "k8s", "result": "created", "revision": 1}
     shown = out_json(run_lwc("page", "show", "k8s", cwd=project, home=home))
@@ -120,21 +110,7 @@ def test_page_put_show_list_remove_round_trip(env: tuple[Path, Path]) -> None:
     listed = out_json(run_lwc("page", "list", cwd=project, home=home))
     assert [p["slug"] for p in listed["pages"]] == ["k8s", "数据"]
     again = out_json(
-        run_lwc(
-            "page",
-            "put",
-            "k8s",
-            "--title",
-            "Kubernetes",
-            "--summary",
-            "S",
-            "--file",
-            "body.md",
-            "--provenance",
-            "agent-observed",
-            cwd=project,
-            home=home,
-        )
+        run_lwc(*K8S, "--summary", "S", "--provenance", "agent-observed", cwd=project, home=home)
     )
     assert again["result"] == "unchanged"
     assert again["revision"] == 2
@@ -157,44 +133,15 @@ def test_writes_from_a_subdirectory_use_the_nearest_store(env: tuple[Path, Path]
     assert [p["slug"] for p in listed["pages"]] == ["deep"]
 
 
+OK_PUT = ("page", "put", "ok", "--title", "T", "--file", "body.md")
 BAD_PAGES = {
     "slash": ["page", "put", "a/b", "--title", "T", "--file", "body.md"],
     "dotdot": ["page", "put", "..", "--title", "T", "--file", "body.md"],
     "control": ["page", "put", "bad\x01slug", "--title", "T", "--file", "body.md"],
     "empty": ["page", "put", "", "--title", "T", "--file", "body.md"],
-    "provenance": [
-        "page",
-        "put",
-        "ok",
-        "--title",
-        "T",
-        "--file",
-        "body.md",
-        "--provenance",
-        "rumour",
-    ],
-    "grounded-without-source": [
-        "page",
-        "put",
-        "ok",
-        "--title",
-        "T",
-        "--file",
-        "body.md",
-        "--provenance",
-        "source-grounded",
-    ],
-    "missing-source": [
-        "page",
-        "put",
-        "ok",
-        "--title",
-        "T",
-        "--file",
-        "body.md",
-        "--source",
-        "src-0000000000000000",
-    ],
+    "provenance": [*OK_PUT, "--provenance", "rumour"],
+    "grounded-without-source": [*OK_PUT, "--provenance", "source-grounded"],
+    "missing-source": [*OK_PUT, "--source", "src-0000000000000000"],
     "binary-body": ["page", "put", "ok", "--title", "T", "--file", "binary.bin"],
 }
 BAD_CODES = {
@@ -347,19 +294,7 @@ def test_source_add_dedupes_and_show_reads_a_window(env: tuple[Path, Path]) -> N
 def test_search_prints_ranked_results(env: tuple[Path, Path]) -> None:
     """`lwc search` returns the engine's result rows; > 64 terms is invalid_query."""
     project, home = env
-    out_json(
-        run_lwc(
-            "page",
-            "put",
-            "k8s",
-            "--title",
-            "Kubernetes",
-            "--file",
-            "body.md",
-            cwd=project,
-            home=home,
-        )
-    )
+    out_json(run_lwc(*K8S, cwd=project, home=home))
     found = out_json(run_lwc("search", "kubernetes", "--limit", "3", cwd=project, home=home))
     assert [r["identifier"] for r in found["results"]] == ["k8s"]
     assert found["stores"][0]["scope"] == "project"
@@ -426,19 +361,7 @@ def test_graph_config_build_and_status(env: tuple[Path, Path]) -> None:
 def test_repair_recovers_a_crashed_write(env: tuple[Path, Path]) -> None:
     """After a writer dies mid-transaction, `lwc repair` rolls back and re-indexes."""
     project, home = env
-    out_json(
-        run_lwc(
-            "page",
-            "put",
-            "k8s",
-            "--title",
-            "Kubernetes",
-            "--file",
-            "body.md",
-            cwd=project,
-            home=home,
-        )
-    )
+    out_json(run_lwc(*K8S, cwd=project, home=home))
     db = project / ".lwc" / "wiki.db"
     code = (
         "import os, sqlite3, sys\n"

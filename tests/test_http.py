@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import trio
-from conftest import REPO, lwc_command
+from conftest import child_env, lwc_command
 
 from lwc_trio.cli.main import main
 
@@ -56,7 +56,7 @@ class Server:
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**_base_env(home), **env},
+            env={**child_env(home), **env},
             preexec_fn=preexec_fn,
         )
         self.stderr: list[str] = []
@@ -86,16 +86,6 @@ class Server:
         stdout, _ = self.proc.communicate(timeout=timeout)
         self._reader.join(timeout)
         return self.proc.returncode, stdout
-
-
-def _base_env(home: Path) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": str(REPO),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
 
 
 @pytest.fixture
@@ -671,7 +661,7 @@ def _run(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[bytes]:
         [*argv, *flags],
         stdin=subprocess.DEVNULL,
         capture_output=True,
-        env=_base_env(tmp_path),
+        env=child_env(tmp_path),
         timeout=20,
     )
 

@@ -61,6 +61,19 @@ async def ask_all(
     return [got[i] for i in range(len(paths))]
 
 
+async def ask_once(
+    workspace: Path, lwc_env: dict[str, str], **extra: Any
+) -> tuple[bytes, dict[str, Any]]:
+    """One memory call about `workspace` to a fresh `lwc serve --path WORKSPACE`, which then
+    exits 0: (raw answer line, the answer's `memory` object)."""
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
+        ((line, response),) = await ask_all(server, [workspace], "zebra", **extra)
+        await server.close_stdin()
+        assert await server.wait() == 0
+    return line, memory_of(response)
+
+
 @contextmanager
 def swapper(script: str) -> Iterator[None]:
     """Run `script` (a loop that changes the tree) in its own process until the block ends."""
@@ -444,13 +457,8 @@ async def test_a_wal_file_beside_the_store_is_never_read_nor_joined_by_shm(
     shutil.copy(f"{wal_db}-wal", f"{db}-wal")
     keeper.close()
     writer.close()
-    async with trio.open_nursery() as nursery:
-        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
-        ((line, response),) = await ask_all(server, [workspace], "zebra", scope="project")
-        await server.close_stdin()
-        assert await server.wait() == 0
+    line, memory = await ask_once(workspace, lwc_env, scope="project")
     assert b"FROM-THE-WAL" not in line
-    memory = memory_of(response)
     assert memory["state"] == "error"
     assert memory["error"]["code"] == "store_corrupt"
     assert sorted(os.listdir(db.parent)) == ["wiki.db", "wiki.db-wal"]
@@ -509,12 +517,7 @@ async def test_an_lwc_store_is_unavailable_with_the_import_command(
     db = workspace / ".lwc" / "wiki.db"
     _lwc_store(db)
     before = sorted(os.listdir(db.parent))
-    async with trio.open_nursery() as nursery:
-        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
-        ((_line, response),) = await ask_all(server, [workspace], "zebra", scope="project")
-        await server.close_stdin()
-        assert await server.wait() == 0
-    memory = memory_of(response)
+    _, memory = await ask_once(workspace, lwc_env, scope="project")
     assert memory["state"] == "unavailable"
     assert memory["error"]["code"] == "unsupported_store_version"
     assert memory["nextAction"] == {
@@ -579,12 +582,7 @@ async def test_a_symlinked_journal_is_not_sent_to_lwc_repair(
     target = tmp_path / "journal"
     target.write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\x01" * 600)
     os.symlink(target, workspace / ".lwc" / "wiki.db-journal")
-    async with trio.open_nursery() as nursery:
-        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
-        ((_line, response),) = await ask_all(server, [workspace], "zebra", scope="project")
-        await server.close_stdin()
-        assert await server.wait() == 0
-    memory = memory_of(response)
+    _, memory = await ask_once(workspace, lwc_env, scope="project")
     assert memory["state"] == "unavailable"
     assert memory["error"]["code"] == "store_path_invalid"
     assert memory["nextAction"]["command"] == "lwc doctor"
@@ -596,12 +594,7 @@ async def test_a_symlinked_home_lwc_is_store_path_invalid(
     """SPEC §3: a symlinked $HOME/.lwc makes global memory unavailable with `lwc doctor`."""
     _base_store(tmp_path / "elsewhere")
     os.symlink(tmp_path / "elsewhere" / ".lwc", home / ".lwc")
-    async with trio.open_nursery() as nursery:
-        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
-        ((line, response),) = await ask_all(server, [workspace], "zebra", scope="global")
-        await server.close_stdin()
-        assert await server.wait() == 0
-    memory = memory_of(response)
+    line, memory = await ask_once(workspace, lwc_env, scope="global")
     assert memory["state"] == "unavailable"
     assert memory["error"]["code"] == "store_path_invalid"
     assert memory["nextAction"] == {"command": "lwc doctor", "cwd": str(home)}

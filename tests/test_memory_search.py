@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest_memory import add_source, ask, new_store, page, put_pages
+from conftest_memory import add_source, ask, ids, new_project, new_store, page, put_pages
 
 from lwc_trio.memory.engine import MemoryCancelled
 from lwc_trio.memory.fuzzy import build_vocabulary
@@ -52,21 +52,6 @@ FILLER = [
 ]
 
 
-def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A workspace with a project store and an empty home: (project dir, store, home)."""
-    project = tmp_path / "ws"
-    home = tmp_path / "home"
-    home.mkdir()
-    return project, new_store(project), home
-
-
-def ids(memory: dict[str, object]) -> list[str]:
-    """Identifiers of the results, in order."""
-    results = memory["results"]
-    assert isinstance(results, list)
-    return [row["identifier"] for row in results]
-
-
 NEUTRAL = Ranking(title_exact=1, title_phrase=1, path_exact=1, path_phrase=1, generic_penalty=1)
 
 
@@ -89,7 +74,7 @@ def raw_scores(db: Path, query: str) -> dict[str, float]:
 
 def test_title_match_outranks_body_match(tmp_path: Path) -> None:
     """A term in the title (weight 8) beats the same term repeated in a body (weight 1)."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -107,7 +92,7 @@ def test_title_match_outranks_body_match(tmp_path: Path) -> None:
 
 def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
     """Exact title (x2) and exact slug (x1.5) multiply the BM25F score: rank = score x 3."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -126,7 +111,7 @@ def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
 
 def test_generic_pages_are_pushed_down_unless_asked_for(tmp_path: Path) -> None:
     """An `index` page ranks below an equal page, except when the query says "index"."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db, [*FILLER, page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes")]
     )
@@ -136,7 +121,7 @@ def test_generic_pages_are_pushed_down_unless_asked_for(tmp_path: Path) -> None:
 
 def test_source_summarized_by_a_matching_source_page_is_hidden(tmp_path: Path) -> None:
     """A Source cited by a matching kind=source Page is hidden; a concept Page hides nothing."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     sid = add_source(db, "kubernetes rollout details", title="Rollout log")
     put_pages(
         db,
@@ -169,7 +154,7 @@ def test_source_summarized_by_a_matching_source_page_is_hidden(tmp_path: Path) -
 
 def test_link_rerank_prefers_the_linked_page(tmp_path: Path) -> None:
     """Of two otherwise equal Pages, the one other Pages link to ranks first."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -189,7 +174,7 @@ def test_link_rerank_prefers_the_linked_page(tmp_path: Path) -> None:
 
 def test_fuzzy_fallback_adds_typo_matches_after_lexical_hits(tmp_path: Path) -> None:
     """A misspelt word finds the title by correction, marked fuzzy, after lexical hits."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -207,7 +192,7 @@ def test_fuzzy_fallback_adds_typo_matches_after_lexical_hits(tmp_path: Path) -> 
 
 def test_fuzzy_pass_is_skipped_when_lexical_fills_the_limit(tmp_path: Path) -> None:
     """With maxDocuments lexical hits, no fuzzy result is added."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [*FILLER, page("k8s", "Kubernetes", "x"), page("typo", "Typo", "kuberntes")])
     memory = ask("kuberntes", project, home=home, max_documents=1)
     assert [(r["identifier"], r["match"]) for r in memory["results"]] == [("typo", "lexical")]
@@ -215,7 +200,7 @@ def test_fuzzy_pass_is_skipped_when_lexical_fills_the_limit(tmp_path: Path) -> N
 
 def test_merge_order_project_before_global_then_pages_before_sources(tmp_path: Path) -> None:
     """Exact rank ties break project before global, then Page before Source."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     global_db = new_store(home)
     for store in (db, global_db):
         put_pages(store, [*FILLER, page("zeta", "Omega", "")])
@@ -234,7 +219,7 @@ def test_merge_order_project_before_global_then_pages_before_sources(tmp_path: P
 
 def test_better_global_hit_precedes_worse_project_hit(tmp_path: Path) -> None:
     """Stores merge by rank first: a stronger global match comes before a weak project one."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     global_db = new_store(home)
     put_pages(db, [*FILLER, page("weak", "Weak", "a long body that mentions zebra once only")])
     put_pages(global_db, [*FILLER, page("zebra", "Zebra", "zebra zebra")])
@@ -247,7 +232,7 @@ def test_better_global_hit_precedes_worse_project_hit(tmp_path: Path) -> None:
 
 def test_same_query_same_stores_same_bytes(tmp_path: Path) -> None:
     """Two runs of one query over unchanged stores serialize to identical bytes."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     new_store(home)
     put_pages(
         db, [*FILLER, page("a", "Alpha 机器学习", "alpha [[b]] body"), page("b", "Beta", "alpha")]
@@ -259,7 +244,7 @@ def test_same_query_same_stores_same_bytes(tmp_path: Path) -> None:
 
 def test_field_order_is_fixed(tmp_path: Path) -> None:
     """Result, page, store and memory keys come out in the SPEC order."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha body")])
     memory = ask("alpha", project, home=home)
     assert list(memory) == ["state", "stores", "results", "pages", "graph"]
@@ -273,7 +258,7 @@ def test_field_order_is_fixed(tmp_path: Path) -> None:
 
 def test_page_bodies_are_capped_at_15000_each_and_60000_total(tmp_path: Path) -> None:
     """Five 40,000-character bodies: four cut to exactly 15,000, the fifth omitted."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     body = ("lorem ipsum " * 4000)[:39_990] + " capsword"
     put_pages(db, [page(f"p{i}", f"Page {i}", body) for i in range(5)])
     memory = ask("capsword", project, home=home)
@@ -286,7 +271,7 @@ def test_page_bodies_are_capped_at_15000_each_and_60000_total(tmp_path: Path) ->
 
 def test_cjk_bodies_are_cut_in_code_points(tmp_path: Path) -> None:
     """A 40,000-character CJK body is cut to exactly 15,000 code points; a short one is whole."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     long_body = "数据库" * 13_333 + "数"
     put_pages(db, [page("long", "长文", long_body), page("short", "短文", "数据库" * 3000)])
     memory = ask("数据库", project, home=home)
@@ -301,7 +286,7 @@ def test_cjk_bodies_are_cut_in_code_points(tmp_path: Path) -> None:
 
 def test_budget_cuts_the_last_page_to_what_is_left(tmp_path: Path) -> None:
     """10,000 + 4 x 40,000 characters: total exactly 60,000, the last page cut to what is left."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     # The title match puts the small page first; the big ones follow.
     pages = [page("small", "Budget", ("budget " * 1500)[:10_000])]
     pages += [page(f"big{i}", f"Big {i}", ("budget " * 6000)[:40_000]) for i in range(4)]
@@ -314,7 +299,7 @@ def test_budget_cuts_the_last_page_to_what_is_left(tmp_path: Path) -> None:
 
 def test_sources_never_return_their_content(tmp_path: Path) -> None:
     """A matching Source contributes a ≤ 180-character snippet and no other text."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     secret_tail = "tailmarker " * 500
     sid = add_source(db, "needle " + "x" * 300 + " " + secret_tail, title="Big source")
     memory = ask("needle", project, home=home)
@@ -330,7 +315,7 @@ def test_sources_never_return_their_content(tmp_path: Path) -> None:
 
 def test_zero_terms_is_ready_with_no_results(tmp_path: Path) -> None:
     """A query of stop words and punctuation answers ready with empty lists."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "The", "the of and")])
     memory = ask("the of ?!", project, home=home)
     assert memory["state"] == "ready"
@@ -360,7 +345,7 @@ def test_missing_stores_are_unavailable_with_next_action(tmp_path: Path) -> None
 
 def test_scope_all_reads_only_allowed_stores(tmp_path: Path) -> None:
     """With the host allowing only project, scope all never opens the global store."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(new_store(home), [page("g", "Gamma", "gamma")])
     put_pages(db, [page("p", "Gamma", "gamma")])
     memory = ask("gamma", project, home=home, allowed=frozenset({"project"}))
@@ -432,7 +417,7 @@ def test_failing_store_keeps_the_plane_ready(tmp_path: Path) -> None:
 
 def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
     """A write bumps store_revision, so cached title indexes never hide new Pages."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [*FILLER, page("one", "Kubernetes", "x")])
     assert ids(ask("kuberntes", project, home=home)) == ["one"]
     put_pages(db, [page("two", "Kubernetes operators", "y")])
@@ -441,7 +426,7 @@ def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
 
 def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:
     """A hub linked by 20 Pages yields the seed plus 11 related Pages and 11 RELATED edges."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     spokes = [page(f"s{i:02}", f"Spoke {i}", "see [[hub]]") for i in range(20)]
     put_pages(db, [page("hub", "Hub topic", "central"), *spokes])
     with Wiki(db) as wiki:
@@ -470,7 +455,7 @@ def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:
 
 def test_graph_scores_links_shared_sources_and_common_neighbours(tmp_path: Path) -> None:
     """Both link directions, a shared Source and a common neighbour add up as documented."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     sid = add_source(db, "shared evidence")
     put_pages(
         db,
@@ -493,7 +478,7 @@ def test_graph_scores_links_shared_sources_and_common_neighbours(tmp_path: Path)
 
 def test_preset_cancel_raises_memory_cancelled(tmp_path: Path) -> None:
     """A query whose deadline already passed stops with MemoryCancelled."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha")])
     event = threading.Event()
     event.set()

@@ -10,28 +10,16 @@ from pathlib import Path
 
 import pytest
 from conftest import lwc_command
-from conftest_memory import ask, new_store, page, put_pages
+from conftest_memory import ask, ids, new_project, new_store, page, put_pages
 
 from lwc_trio.exceptions import MemoryCancelled, StoreChanged
 from lwc_trio.memory import engine
 from lwc_trio.memory.tokenize import index_terms, tokenize
 
 
-def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
-    project, home = tmp_path / "ws", tmp_path / "home"
-    home.mkdir()
-    return project, new_store(project), home
-
-
-def ids(memory: dict[str, object]) -> list[str]:
-    results = memory["results"]
-    assert isinstance(results, list)
-    return [row["identifier"] for row in results]
-
-
 def test_recall_a_common_term_beside_an_unknown_one(tmp_path: Path) -> None:
     """`login` is in every page and `work` in none: the login pages still come back."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("auth-flow", "Auth flow", "Login uses OAuth device codes")])
     memory = ask("how does login work", project, home=home)
     assert ids(memory) == ["auth-flow"]
@@ -44,7 +32,7 @@ def test_recall_a_common_term_beside_an_unknown_one(tmp_path: Path) -> None:
 
 def test_small_store_where_every_term_is_common_ranks_by_matches(tmp_path: Path) -> None:
     """In 5 pages, both terms are in most of them: pages with both still come first."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -61,49 +49,45 @@ def test_small_store_where_every_term_is_common_ranks_by_matches(tmp_path: Path)
     assert all(row["rank"] < 0 for row in memory["results"])
 
 
-def test_stemming_caching_finds_cache(tmp_path: Path) -> None:
-    """English stemming at write and query time: `caching` finds a page about `cache`."""
-    project, db, home = setup(tmp_path)
-    put_pages(db, [page("c", "Cache layer", "We cache responses."), page("o", "Other", "x")])
-    assert ids(ask("caching", project, home=home)) == ["c"]
-    assert ids(ask("cached responses", project, home=home)) == ["c"]
-
-
-def test_accents_fold_both_ways(tmp_path: Path) -> None:
-    """An accented page is found without accents, and the other way round."""
-    project, db, home = setup(tmp_path)
-    put_pages(
-        db,
+FINDS = {
+    # English stemming at write and query time: `caching` finds a page about `cache`.
+    "stemming": (
+        [page("c", "Cache layer", "We cache responses."), page("o", "Other", "x")],
+        {"caching": ["c"], "cached responses": ["c"]},
+    ),
+    # An accented page is found without accents, and the other way round.
+    "accents": (
         [
             page("cafe", "Café crème", "Le café est naïf"),
             page("plain", "Resume", "resume writing tips"),
             page("filler", "Filler", "other text"),
         ],
-    )
-    assert ids(ask("cafe creme", project, home=home)) == ["cafe"]
-    assert ids(ask("CAFE\u0301", project, home=home)) == ["cafe"]
-    assert ids(ask("résumé", project, home=home)) == ["plain"]
-
-
-def test_cjk_single_characters_match(tmp_path: Path) -> None:
-    """A one-character query finds a page whose text has it inside a longer run."""
-    project, db, home = setup(tmp_path)
-    put_pages(
-        db,
+        {"cafe creme": ["cafe"], "CAFE\u0301": ["cafe"], "résumé": ["plain"]},
+    ),
+    # A one-character query finds a page whose text has it inside a longer run.
+    "cjk": (
         [
             page("db", "数据库设计", "关系数据库的索引"),
             page("ml", "机器学习", "模型训练"),
             page("en", "English", "no cjk"),
         ],
-    )
-    assert ids(ask("库", project, home=home)) == ["db"]
-    assert ids(ask("学", project, home=home)) == ["ml"]
-    assert ids(ask("数据", project, home=home)) == ["db"]
+        {"库": ["db"], "学": ["ml"], "数据": ["db"]},
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", list(FINDS))
+def test_each_query_finds_exactly_the_pages_its_rule_says(tmp_path: Path, rule: str) -> None:
+    """Stemming, accent folding and CJK characters: each query finds exactly those pages."""
+    project, db, home = new_project(tmp_path)
+    pages, expected = FINDS[rule]
+    put_pages(db, pages)
+    assert {query: ids(ask(query, project, home=home)) for query in expected} == expected
 
 
 def test_query_term_frequency_counts(tmp_path: Path) -> None:
     """Of two symmetric pages, the one about the word the query repeats ranks first."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -122,7 +106,7 @@ def test_query_term_frequency_counts(tmp_path: Path) -> None:
 
 def test_typo_correction_labels_results_found_only_that_way(tmp_path: Path) -> None:
     """A misspelt word is searched as its nearest vocabulary words; those hits are fuzzy."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(
         db,
         [
@@ -142,7 +126,7 @@ def test_typo_correction_labels_results_found_only_that_way(tmp_path: Path) -> N
 
 def test_typo_ties_are_deterministic(tmp_path: Path) -> None:
     """Two vocabulary words at the same distance: the same choice, every time."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Tanks", "tanks"), page("b", "Banks", "banks"), page("c", "X", "y")])
     answers = {json.dumps(ask("danks", project, home=home)["results"]) for _ in range(3)}
     assert len(answers) == 1
@@ -150,7 +134,7 @@ def test_typo_ties_are_deterministic(tmp_path: Path) -> None:
 
 def test_snippet_has_context_before_the_match(tmp_path: Path) -> None:
     """The snippet starts about 60 characters before the match, on a word, marked `…`."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     body = "Intro sentence about many unrelated things. " * 5 + "The scheduler places pods."
     put_pages(db, [page("s", "Notes", body), page("o", "Other", "x")])
     snippet = ask("scheduler", project, home=home)["results"][0]["snippet"]
@@ -162,7 +146,7 @@ def test_snippet_has_context_before_the_match(tmp_path: Path) -> None:
 
 def test_same_query_is_byte_identical(tmp_path: Path) -> None:
     """Lexical, corrected and CJK queries serialize to identical bytes run after run."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     new_store(home)
     put_pages(
         db,
@@ -183,7 +167,7 @@ def test_result_count_is_min_of_limit_and_matching_pages(tmp_path: Path) -> None
     """Random small stores and queries: never fewer results than pages holding a query term."""
     rng = random.Random(13)
     vocabulary = [f"w{i}" for i in range(12)] + ["common"] * 6
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     bodies = {f"p{i}": " ".join(rng.choices(vocabulary, k=rng.randint(1, 5))) for i in range(10)}
     put_pages(db, [page(slug, f"Page {slug}", body) for slug, body in bodies.items()])
     for _ in range(40):
@@ -201,7 +185,7 @@ def test_vocabulary_is_built_once_and_survives_a_timed_out_request(
 ) -> None:
     """The first fuzzy request times out while the vocabulary is read; the read goes on,
     and the next request uses it without reading it again."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("d", "Deployment", "x"), page("o", "Other", "y")])
     engine.VOCABULARIES.clear()
     started, release = threading.Event(), threading.Event()
@@ -269,7 +253,7 @@ def test_readme_example_through_the_cli(workspace: Path, lwc_env: dict[str, str]
 def test_vocabulary_is_kept_only_from_the_file_the_request_verified(tmp_path: Path) -> None:
     """A vocabulary build that finds another file at the store's path (a directory swapped
     after the request verified its store) fails instead of reading that file."""
-    _, db, _ = setup(tmp_path)
+    _, db, _ = new_project(tmp_path)
     put_pages(db, [page("d", "Deployment", "x")])
     info = db.stat()
     assert engine.load_vocabulary(db, (info.st_dev, info.st_ino)) is not None
