@@ -47,8 +47,27 @@ fi
 # black-box tests' `lwc` subprocesses are not measured (pytest-cov 7 no longer starts
 # coverage in subprocesses, and those tests' scratch directories must stay free of
 # coverage data files), so code reached only through a real process counts as missed.
-# Three workers (pytest-xdist): many tests wait on child processes, so on two cores a third
-# worker still pays; LWC_TEST_WORKERS=0 runs everything in this one process. loadgroup keeps
-# tests marked `xdist_group` (one shared install) on one worker.
-exec "$VENV/bin/python" -m pytest -n "${LWC_TEST_WORKERS:-3}" --dist loadgroup \
-    --cov --cov-report=term "$@"
+# Two passes over the one suite. First every test not marked `serial`, on three pytest-xdist
+# workers: most tests wait on child processes, so on two cores a third worker still pays
+# (LWC_TEST_WORKERS=N changes the count, 0 runs them in this process; `--dist loadgroup`
+# keeps each `xdist_group`, one shared install, on one worker). Then the `serial` tests, whose
+# 1-2 s deadlines must not compete with other workers, alone. Exit status 5 (nothing selected,
+# e.g. for a path argument that holds no serial test) counts as success in one pass only.
+# Both passes select with -m themselves, after any arguments given here.
+pytest=("$VENV/bin/python" -m pytest --cov)
+set +e
+"${pytest[@]}" --cov-report= -n "${LWC_TEST_WORKERS:-3}" --dist loadgroup "$@" -m "not serial"
+first=$?
+if [ "$first" -ne 0 ] && [ "$first" -ne 5 ]; then
+    exit "$first"
+fi
+"${pytest[@]}" --cov-append --cov-report=term "$@" -m serial
+second=$?
+set -e
+if [ "$second" -eq 5 ]; then
+    exit "$first"
+fi
+if [ "$second" -eq 0 ] && [ "$first" -eq 5 ]; then
+    exit 0
+fi
+exit "$second"

@@ -296,6 +296,7 @@ async def test_eof_with_requests_in_flight_answers_all(
     assert sorted(a["id"] for a in answers) == list(range(10))
 
 
+@pytest.mark.serial  # pings must answer within a bound during the hang: alone
 async def test_cancellation_and_ping_during_a_hang(
     workspace: Path, lwc_env: dict[str, str]
 ) -> None:

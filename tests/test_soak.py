@@ -26,7 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 RUN_LIMIT = 170  # seconds; pytest's own per-test timeout is 180
 
-pytestmark = pytest.mark.slow
+# The soak, fault-matrix and shutdown runs hold deadlines of 1-2 s: alone, not beside other
+# workers (scripts/test.sh).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 requires_codegraph = pytest.mark.skipif(
     not BINARY,
