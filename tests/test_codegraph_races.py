@@ -25,7 +25,6 @@ BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 pytestmark = [
     pytest.mark.codegraph,
     pytest.mark.slow,
-    pytest.mark.serial,  # hundreds of calls must race the swapper: alone (scripts/test.sh)
     pytest.mark.skipif(
         not BINARY,
         reason="set LWC_TEST_CODEGRAPH_BINARY to the CodeGraph 1.6.1 platform binary",

@@ -26,9 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 RUN_LIMIT = 170  # seconds; pytest's own per-test timeout is 180
 
-# The soak, fault-matrix and shutdown runs hold deadlines of 1-2 s: alone, not beside other
-# workers (scripts/test.sh).
-pytestmark = [pytest.mark.slow, pytest.mark.serial]
+pytestmark = pytest.mark.slow
+# The fault-matrix and shutdown runs hold deadlines of 1-2 s (a 2 s code deadline, a 2 s
+# grace): scripts/test.sh runs them alone, after the parallel pass.
+SERIAL = pytest.mark.serial
 
 requires_codegraph = pytest.mark.skipif(
     not BINARY,
@@ -110,6 +111,7 @@ def check_matrix(result: dict[str, Any], cases: list[str]) -> None:
         assert row["left_live"] == 0
 
 
+@SERIAL
 def test_fault_matrix_reduced_lwc_faults() -> None:
     """LWC_FAULTS on either plane in mode all: only that plane fails, the next call recovers."""
     cases = ["memory:hang", "memory:crash", "memory:garbage", "code:raise", "code:crash"]
@@ -117,6 +119,7 @@ def test_fault_matrix_reduced_lwc_faults() -> None:
     check_matrix(result, cases)
 
 
+@SERIAL
 @pytest.mark.codegraph
 @requires_codegraph
 def test_fault_matrix_child_signals() -> None:
@@ -138,6 +141,7 @@ def check_shutdown(result: dict[str, Any], rows: int) -> None:
         assert min(row["delivered"]) >= row["due"]
 
 
+@SERIAL
 def test_shutdown_without_child() -> None:
     """stdin EOF and SIGTERM with 0, 10 and 100 calls in flight: answers due are delivered."""
     result = run_script(
@@ -146,6 +150,7 @@ def test_shutdown_without_child() -> None:
     check_shutdown(result, 6)
 
 
+@SERIAL
 @pytest.mark.codegraph
 @requires_codegraph
 def test_shutdown_with_live_child() -> None:
