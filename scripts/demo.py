@@ -21,6 +21,10 @@ from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[1]
 QUERIES = ("how is a request cancelled", "plane isolation fault injection")
+# About the code as it is: how a plane call keeps its deadline (actors/planes.py,
+# codegraph/plane.py), and how the supervisor restarts a crashed plane worker.
+CODE_QUERY = "explore plane deadline"
+ALL_QUERY = "supervisor restarts crashed worker"
 
 
 def lwc(env: dict[str, str], cwd: Path, *args: str) -> Any:
@@ -115,16 +119,14 @@ async def session(workspace: Path, env: dict[str, str]) -> None:
             )
             show(f"memory: {query!r}", result)
         code = await client.call_tool(
-            "lwc_explore",
-            {"query": "dispatcher cancel scope", "projectPath": str(workspace), "mode": "code"},
+            "lwc_explore", {"query": CODE_QUERY, "projectPath": str(workspace), "mode": "code"}
         )
-        show("code: 'dispatcher cancel scope'", code)
+        show(f"code: {CODE_QUERY!r}", code)
         both = await client.call_tool(
             "lwc_explore",
-            {"query": "supervisor restarts crashed worker", "projectPath": str(workspace),
-             "mode": "all", "maxFiles": 5},
-        )  # fmt: skip
-        show("all: 'supervisor restarts crashed worker'", both)
+            {"query": ALL_QUERY, "projectPath": str(workspace), "mode": "all", "maxFiles": 5},
+        )
+        show(f"all: {ALL_QUERY!r}", both)
 
 
 def main() -> None:

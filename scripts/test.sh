@@ -10,6 +10,17 @@ VENV=.venv
 CODEGRAPH_DIR=.cache/codegraph
 CODEGRAPH_VERSION=1.6.1
 
+# The real CodeGraph runtime for the integration tests (npm registry only), installed while
+# pip installs the Python side.
+npm_pid=""
+pkg="$CODEGRAPH_DIR/node_modules/@colbymchenry/codegraph/package.json"
+if ! grep -q "\"version\": \"$CODEGRAPH_VERSION\"" "$pkg" 2>/dev/null; then
+    npm install --silent --no-audit --no-fund --prefix "$CODEGRAPH_DIR" \
+        "@colbymchenry/codegraph@$CODEGRAPH_VERSION" >/dev/null &
+    npm_pid=$!
+    trap 'if [ -n "$npm_pid" ]; then kill "$npm_pid" 2>/dev/null || true; fi' EXIT
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
@@ -20,12 +31,9 @@ if ! cmp -s pyproject.toml "$stamp"; then
     "$VENV/bin/python" -m pip install --quiet -e '.[test]'
     cp pyproject.toml "$stamp"
 fi
-
-# The real CodeGraph runtime for the integration tests (npm registry only).
-pkg="$CODEGRAPH_DIR/node_modules/@colbymchenry/codegraph/package.json"
-if ! grep -q "\"version\": \"$CODEGRAPH_VERSION\"" "$pkg" 2>/dev/null; then
-    npm install --silent --no-audit --no-fund --prefix "$CODEGRAPH_DIR" \
-        "@colbymchenry/codegraph@$CODEGRAPH_VERSION" >/dev/null
+if [ -n "$npm_pid" ]; then
+    wait "$npm_pid"  # its exit status stops the script (set -e) if npm failed
+    npm_pid=""
 fi
 os=$(uname -s | tr '[:upper:]' '[:lower:]')
 case "$(uname -m)" in x86_64|amd64) arch=x64 ;; aarch64|arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
