@@ -403,6 +403,8 @@ def test_uninstall_dry_run_writes_nothing(env: Env) -> None:
     assert env.snapshot() == before
 
 
+# A table on purpose: per host, its scope flag, where its file is, and a file holding another
+# server that uninstall must give back byte for byte.
 ORIGINALS: dict[str, tuple[str, Callable[[Env], Path], str]] = {
     "claude-code": (
         "--user",

@@ -77,11 +77,9 @@ def env(lwc_env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """An empty project directory, canonical."""
-    path = tmp_path / "project"
-    path.mkdir()
-    return path.resolve()
+def project(workspace: Path) -> Path:
+    """An empty project directory, canonical (conftest's workspace, by LWC's name for it)."""
+    return workspace
 
 
 async def test_mcp_server_negotiates_and_lists_one_read_only_tool(

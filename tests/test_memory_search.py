@@ -16,7 +16,7 @@ from lwc_trio.memory.engine import MemoryCancelled
 from lwc_trio.memory.fuzzy import build_vocabulary
 from lwc_trio.memory.search import Ranking, search_store
 from lwc_trio.memory.tokenize import query_terms
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.writer import PageInput, Wiki
 
 RESULT_KEYS = [
     "scope",
@@ -55,6 +55,11 @@ FILLER = [
 NEUTRAL = Ranking(title_exact=1, title_phrase=1, path_exact=1, path_phrase=1, generic_penalty=1)
 
 
+def put_among_filler(db: Path, *pages: PageInput) -> None:
+    """Write `pages` beside the eight FILLER pages (so no term is in most of the store)."""
+    put_pages(db, [*FILLER, *pages])
+
+
 def raw_scores(db: Path, query: str) -> dict[str, float]:
     """Ranks without any adjustment (plain BM25F), to check the adjustments by hand."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -75,13 +80,10 @@ def raw_scores(db: Path, query: str) -> dict[str, float]:
 def test_title_match_outranks_body_match(tmp_path: Path) -> None:
     """A term in the title (weight 8) beats the same term repeated in a body (weight 1)."""
     project, db, home = new_project(tmp_path)
-    put_pages(
+    put_among_filler(
         db,
-        [
-            *FILLER,
-            page("consensus", "Raft consensus", "leader election"),
-            page("notes", "Meeting notes", "raft raft raft was discussed"),
-        ],
+        page("consensus", "Raft consensus", "leader election"),
+        page("notes", "Meeting notes", "raft raft raft was discussed"),
     )
     memory = ask("raft", project, home=home)
     assert memory["state"] == "ready"
@@ -93,13 +95,10 @@ def test_title_match_outranks_body_match(tmp_path: Path) -> None:
 def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
     """Exact title (x2) and exact slug (x1.5) multiply the BM25F score: rank = score x 3."""
     project, db, home = new_project(tmp_path)
-    put_pages(
+    put_among_filler(
         db,
-        [
-            *FILLER,
-            page("deploy-pipeline", "Deploy pipeline", "how we ship"),
-            page("ci", "CI notes", "the deploy step of the pipeline"),
-        ],
+        page("deploy-pipeline", "Deploy pipeline", "how we ship"),
+        page("ci", "CI notes", "the deploy step of the pipeline"),
     )
     memory = ask("deploy pipeline", project, home=home)
     ranks = {row["identifier"]: row["rank"] for row in memory["results"]}
@@ -112,9 +111,7 @@ def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
 def test_generic_pages_are_pushed_down_unless_asked_for(tmp_path: Path) -> None:
     """An `index` page ranks below an equal page, except when the query says "index"."""
     project, db, home = new_project(tmp_path)
-    put_pages(
-        db, [*FILLER, page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes")]
-    )
+    put_among_filler(db, page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes"))
     assert ids(ask("kubernetes", project, home=home)) == ["guide", "index"]
     assert ids(ask("kubernetes index", project, home=home))[0] == "index"
 
@@ -123,18 +120,15 @@ def test_source_summarized_by_a_matching_source_page_is_hidden(tmp_path: Path) -
     """A Source cited by a matching kind=source Page is hidden; a concept Page hides nothing."""
     project, db, home = new_project(tmp_path)
     sid = add_source(db, "kubernetes rollout details", title="Rollout log")
-    put_pages(
+    put_among_filler(
         db,
-        [
-            *FILLER,
-            page(
-                "rollout-summary",
-                "Rollout summary",
-                "kubernetes rollout",
-                kind="source",
-                sources=(sid,),
-            ),
-        ],
+        page(
+            "rollout-summary",
+            "Rollout summary",
+            "kubernetes rollout",
+            kind="source",
+            sources=(sid,),
+        ),
     )
     assert ids(ask("kubernetes rollout", project, home=home)) == ["rollout-summary"]
     put_pages(
@@ -155,15 +149,12 @@ def test_source_summarized_by_a_matching_source_page_is_hidden(tmp_path: Path) -
 def test_link_rerank_prefers_the_linked_page(tmp_path: Path) -> None:
     """Of two otherwise equal Pages, the one other Pages link to ranks first."""
     project, db, home = new_project(tmp_path)
-    put_pages(
+    put_among_filler(
         db,
-        [
-            *FILLER,
-            page("wa", "Widget notes", "widget"),
-            page("wb", "Widget notes", "widget"),
-            page("c", "Cee", "see [[wb]]"),
-            page("d", "Dee", "see [[wb]]"),
-        ],
+        page("wa", "Widget notes", "widget"),
+        page("wb", "Widget notes", "widget"),
+        page("c", "Cee", "see [[wb]]"),
+        page("d", "Dee", "see [[wb]]"),
     )
     memory = ask("widget", project, home=home)
     assert ids(memory) == ["wb", "wa"]
@@ -175,14 +166,11 @@ def test_link_rerank_prefers_the_linked_page(tmp_path: Path) -> None:
 def test_fuzzy_fallback_adds_typo_matches_after_lexical_hits(tmp_path: Path) -> None:
     """A misspelt word finds the title by correction, marked fuzzy, after lexical hits."""
     project, db, home = new_project(tmp_path)
-    put_pages(
+    put_among_filler(
         db,
-        [
-            *FILLER,
-            page("k8s", "Kubernetes Deployment", "how we ship"),
-            page("typo", "Log excerpt", "error: kuberntes not found"),
-            page("trust", "Trust boundaries", "who may call what"),
-        ],
+        page("k8s", "Kubernetes Deployment", "how we ship"),
+        page("typo", "Log excerpt", "error: kuberntes not found"),
+        page("trust", "Trust boundaries", "who may call what"),
     )
     memory = ask("kuberntes", project, home=home)
     assert ids(memory) == ["typo", "k8s"]
@@ -193,7 +181,7 @@ def test_fuzzy_fallback_adds_typo_matches_after_lexical_hits(tmp_path: Path) -> 
 def test_fuzzy_pass_is_skipped_when_lexical_fills_the_limit(tmp_path: Path) -> None:
     """With maxDocuments lexical hits, no fuzzy result is added."""
     project, db, home = new_project(tmp_path)
-    put_pages(db, [*FILLER, page("k8s", "Kubernetes", "x"), page("typo", "Typo", "kuberntes")])
+    put_among_filler(db, page("k8s", "Kubernetes", "x"), page("typo", "Typo", "kuberntes"))
     memory = ask("kuberntes", project, home=home, max_documents=1)
     assert [(r["identifier"], r["match"]) for r in memory["results"]] == [("typo", "lexical")]
 
@@ -203,7 +191,7 @@ def test_merge_order_project_before_global_then_pages_before_sources(tmp_path: P
     project, db, home = new_project(tmp_path)
     global_db = new_store(home)
     for store in (db, global_db):
-        put_pages(store, [*FILLER, page("zeta", "Omega", "")])
+        put_among_filler(store, page("zeta", "Omega", ""))
         add_source(store, "", title="Omega", origin="zeta")
     memory = ask("omega", project, home=home)
     got = [(r["scope"], r["type"]) for r in memory["results"]]
@@ -221,8 +209,8 @@ def test_better_global_hit_precedes_worse_project_hit(tmp_path: Path) -> None:
     """Stores merge by rank first: a stronger global match comes before a weak project one."""
     project, db, home = new_project(tmp_path)
     global_db = new_store(home)
-    put_pages(db, [*FILLER, page("weak", "Weak", "a long body that mentions zebra once only")])
-    put_pages(global_db, [*FILLER, page("zebra", "Zebra", "zebra zebra")])
+    put_among_filler(db, page("weak", "Weak", "a long body that mentions zebra once only"))
+    put_among_filler(global_db, page("zebra", "Zebra", "zebra zebra"))
     memory = ask("zebra", project, home=home)
     assert [(r["scope"], r["identifier"]) for r in memory["results"]] == [
         ("global", "zebra"),
@@ -234,8 +222,8 @@ def test_same_query_same_stores_same_bytes(tmp_path: Path) -> None:
     """Two runs of one query over unchanged stores serialize to identical bytes."""
     project, db, home = new_project(tmp_path)
     new_store(home)
-    put_pages(
-        db, [*FILLER, page("a", "Alpha 机器学习", "alpha [[b]] body"), page("b", "Beta", "alpha")]
+    put_among_filler(
+        db, page("a", "Alpha 机器学习", "alpha [[b]] body"), page("b", "Beta", "alpha")
     )
     first = json.dumps(ask("alpha 学习 banana", project, home=home), ensure_ascii=False)
     second = json.dumps(ask("alpha 学习 banana", project, home=home), ensure_ascii=False)
@@ -290,7 +278,7 @@ def test_budget_cuts_the_last_page_to_what_is_left(tmp_path: Path) -> None:
     # The title match puts the small page first; the big ones follow.
     pages = [page("small", "Budget", ("budget " * 1500)[:10_000])]
     pages += [page(f"big{i}", f"Big {i}", ("budget " * 6000)[:40_000]) for i in range(4)]
-    put_pages(db, [*FILLER, *pages])
+    put_among_filler(db, *pages)
     memory = ask("budget", project, home=home)
     assert memory["pages"][0]["slug"] == "small"
     assert [len(p["body"]) for p in memory["pages"]] == [10_000, 15_000, 15_000, 15_000, 5_000]
@@ -418,7 +406,7 @@ def test_failing_store_keeps_the_plane_ready(tmp_path: Path) -> None:
 def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
     """A write bumps store_revision, so cached title indexes never hide new Pages."""
     project, db, home = new_project(tmp_path)
-    put_pages(db, [*FILLER, page("one", "Kubernetes", "x")])
+    put_among_filler(db, page("one", "Kubernetes", "x"))
     assert ids(ask("kuberntes", project, home=home)) == ["one"]
     put_pages(db, [page("two", "Kubernetes operators", "y")])
     assert ids(ask("kuberntes", project, home=home)) == ["one", "two"]

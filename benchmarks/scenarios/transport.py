@@ -90,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         env = private_env(home, inherit=True)
         try:
             workspace, sdk_file, same_file, floor_file = _setup(root, env)
+            # A table on purpose: each server fills the same Server fields (name, what it is,
+            # argv, tool, a valid call, a refused call, a call with nothing to search).
             servers = [
                 Server(
                     "lwc",

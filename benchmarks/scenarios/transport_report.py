@@ -63,6 +63,7 @@ def summarize(
     return {"figures": figures, "checks": checks}
 
 
+# A table on purpose: one row per printed figure, not repeated logic.
 ROWS: Final = (
     # key, label, unit, decimals, how many
     ("cold_start_ms", "cold start → initialize reply", "ms", 1, "median of {cold_runs}"),
