@@ -27,8 +27,8 @@ BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 RUN_LIMIT = 170  # seconds; pytest's own per-test timeout is 180
 
 pytestmark = pytest.mark.slow
-# The fault-matrix runs hold 1-2 s deadlines, a fresh CodeGraph child included: scripts/test.sh
-# runs them alone, after the parallel pass.
+# The fault-matrix and shutdown runs hold 1-2 s deadlines (a fresh CodeGraph child, a 2 s
+# grace): scripts/test.sh runs them alone, after the parallel pass.
 SERIAL = pytest.mark.serial
 
 requires_codegraph = pytest.mark.skipif(
@@ -141,6 +141,7 @@ def check_shutdown(result: dict[str, Any], rows: int) -> None:
         assert min(row["delivered"]) >= row["due"]
 
 
+@SERIAL
 def test_shutdown_without_child() -> None:
     """stdin EOF and SIGTERM with 0, 10 and 100 calls in flight: answers due are delivered."""
     result = run_script(
@@ -149,6 +150,7 @@ def test_shutdown_without_child() -> None:
     check_shutdown(result, 6)
 
 
+@SERIAL
 @pytest.mark.codegraph
 @requires_codegraph
 def test_shutdown_with_live_child() -> None:
