@@ -1,1 +1,2 @@
-"""The Trio shell: transport, dispatcher, authorizer and plane-worker actors."""
+"""The Trio shell: the stdio and HTTP transports, the explore pipeline, the authorizer and
+the plane-worker actors."""

@@ -586,7 +586,7 @@ _HEAD_CHECKS: Final = (
 
 
 def route_body(body: bytes) -> Response | jsonrpc.Request:
-    """A finished answer for this body, or the request the dispatcher must answer."""
+    """A finished answer for this body, or the request the explore pipeline must answer."""
     if len(body) > BODY_LIMIT:
         return too_large()
     message = jsonrpc.parse_message(body)

@@ -1,8 +1,8 @@
 """Protocol-level answers that need no plane: negotiation, ping, tools/list.
 
-`answer()` maps a `Request` to either a finished JSON-RPC reply or a
-`ToolCall` for the dispatcher to run. Sessions are not stateful (SPEC §1.3):
-calls before `initialize` and repeated `initialize` are served.
+`answer()` maps a `Request` to either a finished JSON-RPC reply or a `ToolCall` for the
+explore pipeline (`actors/explore.py`) to run. Sessions are not stateful (SPEC §1.3): calls
+before `initialize` and repeated `initialize` are served.
 """
 
 from __future__ import annotations
