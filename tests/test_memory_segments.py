@@ -143,3 +143,19 @@ def test_a_document_replaced_in_its_own_batch_leaves_no_posting(tmp_path: Path) 
     assert "ibi" in terms or "ibis" in terms
     heron = [unpack(blob) for term, _s, blob, _h in _segments(db) if term == "heron"]
     assert sorted(d for values in heron for d in values[0::POSTING_FIELDS]) == [1, b_id]
+
+
+def test_decoded_postings_are_kept_per_revision_only(tmp_path: Path) -> None:
+    """A query keeps its terms' decoded postings for the store revision it read: the next
+    query after a write reads the new postings (a new Page holding the term is found, also when
+    the mean document length, part of the key, stays the same)."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    put_pages(db, [page("first", "Alpha notes", "alpha beta")])
+    before = ask("alpha", project, home=home, scope="project", max_documents=5)
+    assert [r["identifier"] for r in before["results"]] == ["first"]
+    put_pages(db, [page("second", "Alpha again", "alpha gamma")])
+    after = ask("alpha", project, home=home, scope="project", max_documents=5)
+    assert sorted(r["identifier"] for r in after["results"]) == ["first", "second"]
+    assert all(r["match"] == "lexical" for r in after["results"])

@@ -201,6 +201,7 @@ def _answer(
         ),
         cancelled=cancelled,
         phrase=phrase,
+        cache_key=key,
     )
     _check(cancelled)
     rows, bodies = read_hits(conn, ref.scope, hits, query)

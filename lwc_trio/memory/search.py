@@ -25,12 +25,13 @@ import math
 import sqlite3
 import threading
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 import attrs
 
 from lwc_trio.exceptions import MemoryCancelled
+from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.fuzzy import (
     MAX_CORRECTIONS,
     TITLE_CUTOFF,
@@ -53,7 +54,9 @@ __all__ = [
     "idf",
     "load_degrees",
     "load_postings",
+    "prepare",
     "score_postings",
+    "score_prepared",
     "search_store",
 ]
 
@@ -177,6 +180,27 @@ def load_postings(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, l
     return found
 
 
+Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
+"""A segment ready to score: doc ids, weighted counts, BM25 denominators
+tw + k1 (1 − b) + k1 b dl / avgdl (fixed within one store revision), first offsets."""
+
+
+def prepare(postings: dict[str, list[Segment]], k: float, kb: float) -> dict[str, list[Prepared]]:
+    """Each segment with its denominators computed for `k`, `kb` (see `score_postings`)."""
+    return {
+        term: [
+            (ids, tws, array("d", [tw + k + kb * dl for tw, dl in zip(tws, dls, strict=True)]), f)
+            for ids, tws, dls, f in segments
+        ]
+        for term, segments in postings.items()
+    }
+
+
+def _scale(docs: int, length: int, ranking: Ranking) -> tuple[float, float]:
+    avgdl = max(length / docs, 1.0)
+    return ranking.k1 * (1.0 - ranking.b), ranking.k1 * ranking.b / avgdl
+
+
 def score_postings(
     postings: dict[str, list[Segment]],
     weighted: Sequence[tuple[str, float, int]],
@@ -188,25 +212,80 @@ def score_postings(
     the documents an exact term matched (None when no correction takes part: all of them).
     `weight` carries IDF × query tf × (k1 + 1); each term adds
     weight × tf / (tf + k1 (1 − b) + k1 b dl / avgdl), terms in the order given."""
-    avgdl = max(length / docs, 1.0)
-    k, kb = ranking.k1 * (1.0 - ranking.b), ranking.k1 * ranking.b / avgdl
+    return score_prepared(prepare(postings, *_scale(docs, length, ranking)), weighted)
+
+
+def score_prepared(
+    prepared: dict[str, list[Prepared]], weighted: Sequence[tuple[str, float, int]]
+) -> tuple[dict[int, float], set[int] | None]:
+    """`score_postings` over segments whose denominators are computed already."""
     scores: dict[int, float] = {}
     corrected = any(not exact for _t, _w, exact in weighted)
     exact_docs: set[int] | None = set() if corrected else None
     for term, w, exact in weighted:
-        for ids, tws, dls, _firsts in postings.get(term, ()):
+        for ids, tws, dens, _firsts in prepared.get(term, ()):
             if not scores:
-                parts = [w * tw / (tw + k + kb * dl) for tw, dl in zip(tws, dls, strict=True)]
+                parts = [w * tw / den for tw, den in zip(tws, dens, strict=True)]
                 scores = dict(zip(ids, parts, strict=True))
             else:
                 get = scores.get
-                for doc_id, tw, dl in zip(ids, tws, dls, strict=True):
-                    scores[doc_id] = get(doc_id, 0.0) + w * tw / (tw + k + kb * dl)
+                for doc_id, tw, den in zip(ids, tws, dens, strict=True):
+                    scores[doc_id] = get(doc_id, 0.0) + w * tw / den
             if exact_docs is not None and exact:
                 exact_docs.update(ids)
     if scores and not math.isfinite(max(scores.values())):
         raise sqlite3.DatabaseError("the search index holds invalid counts")
     return scores, exact_docs
+
+
+POSTING_BUDGET = 200_000
+"""Postings kept decoded per store revision (about 20 bytes each), for `PREPARED` entries."""
+
+
+class _RevisionPostings:
+    """One store revision's prepared segments of the terms queried so far, up to
+    `POSTING_BUDGET` postings (terms past it are read again each time)."""
+
+    def __init__(self) -> None:
+        self.terms: dict[str, list[Prepared]] = {}
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def get(
+        self, conn: sqlite3.Connection, terms: Sequence[str], k: float, kb: float
+    ) -> dict[str, list[Prepared]]:
+        cached = self.terms
+        found = {term: cached[term] for term in terms if term in cached}
+        missing = [term for term in terms if term not in found]
+        if missing:
+            loaded = prepare(load_postings(conn, missing), k, kb)
+            found.update(loaded)
+            with self.lock:
+                for term, segments in loaded.items():
+                    n = sum(len(seg[0]) for seg in segments)
+                    if term not in cached and self.size + n <= POSTING_BUDGET:
+                        cached[term] = segments
+                        self.size += n
+        return found
+
+
+PREPARED: RevisionCache[_RevisionPostings] = RevisionCache(4)
+"""Prepared segments per (store path, store_id, store_revision, k, kb): a write bumps the
+revision, so its postings are read afresh by the next query."""
+
+
+def _prepared(
+    conn: sqlite3.Connection,
+    cache_key: Hashable | None,
+    terms: Sequence[str],
+    k: float,
+    kb: float,
+) -> dict[str, list[Prepared]]:
+    if not terms:
+        return {}
+    if cache_key is None:
+        return prepare(load_postings(conn, terms), k, kb)
+    return PREPARED.get_or_build((cache_key, k, kb), _RevisionPostings).get(conn, terms, k, kb)
 
 
 def best_first(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
@@ -216,7 +295,7 @@ def best_first(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
 
 
 def _first_offsets(
-    postings: dict[str, list[Segment]], doc_ids: Sequence[int], terms: Sequence[str]
+    postings: dict[str, list[Prepared]], doc_ids: Sequence[int], terms: Sequence[str]
 ) -> dict[int, int]:
     """Where the first of `terms` occurs in each document's snippet text (ids are ascending
     within a segment, so each is found by bisection)."""
@@ -375,13 +454,15 @@ def search_store(
     cancelled: threading.Event | None = None,
     phrase: str | None = None,
     ranking: Ranking = DEFAULT_RANKING,
+    cache_key: Hashable | None = None,
 ) -> list[Hit]:
     """The store's best `limit` hits for `query` (non-empty), best first.
 
     Runs inside the caller's read transaction. `degrees(slugs)` returns the link in-degrees
     of candidate Pages; `vocabulary()` the store's vocabulary (built once per revision, only
     when a word is unknown or the list is short); `phrase` the query's terms in order,
-    space-joined (default: the distinct terms).
+    space-joined (default: the distinct terms); `cache_key` names the store revision
+    (path, store_id, store_revision) whose decoded postings may be kept (`PREPARED`).
     """
     docs, length = _stats(conn)
     if docs == 0 or not query:
@@ -406,8 +487,8 @@ def search_store(
                     weighted[stem] = (weight, 0)
     _check(cancelled)
     terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
-    postings = load_postings(conn, list(weighted)) if weighted else {}
-    scores, exact_docs = score_postings(postings, terms, docs, length, ranking)
+    postings = _prepared(conn, cache_key, list(weighted), *_scale(docs, length, ranking))
+    scores, exact_docs = score_prepared(postings, terms)
     _check(cancelled)
     # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
     # leave dead postings behind until their terms' segments are merged).
