@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 from rapidfuzz import fuzz, process
@@ -39,6 +40,8 @@ TITLE_CUTOFF = 80.0
 """fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80."""
 MAX_CORRECTIONS = 3
 """At most this many vocabulary terms stand in for one unknown query word."""
+MEMO_SIZE = 4096
+"""Words whose near and similar words one `Vocabulary` remembers (then it starts over)."""
 
 
 def max_edits(word: str) -> int:
@@ -56,6 +59,9 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path, sorted (the
     title fill-up looks only there: other words could not fill anything)."""
+    memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
+    """`near_words` and `similar_words` answers for this revision's vocabulary, up to
+    `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -87,8 +93,19 @@ def _buckets(stems: dict[str, str]) -> dict[int, tuple[str, ...]]:
     return {n: tuple(sorted(words)) for n, words in buckets.items()}
 
 
+def _remember(vocab: Vocabulary, key: tuple[str, str, int], found: list[Any]) -> None:
+    if len(vocab.memo) >= MEMO_SIZE:
+        vocab.memo.clear()
+    vocab.memo[key] = found
+
+
 def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str, str]]:
-    """`(distance, word, stem)` of vocabulary words within `edits` of `word`, nearest first."""
+    """`(distance, word, stem)` of vocabulary words within `edits` of `word`, nearest first
+    (the list is shared: callers must not change it)."""
+    key = ("near", word, edits)
+    remembered = vocab.memo.get(key)
+    if remembered is not None:
+        return remembered
     found: list[tuple[int, str, str]] = []
     for n in range(len(word) - edits, len(word) + edits + 1):
         words = vocab.by_length.get(n, ())
@@ -97,12 +114,17 @@ def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str,
         ):
             found.append((int(distance), candidate, vocab.stems[candidate]))
     found.sort()
+    _remember(vocab, key, found)
     return found
 
 
 def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     """`(ratio, word, stem)` of the vocabulary words whose stem is in some title or path
-    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF`."""
+    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF` (shared: do not change it)."""
+    key = ("similar", word, 0)
+    remembered = vocab.memo.get(key)
+    if remembered is not None:
+        return remembered
     if len(word) < MIN_FUZZY_TERM:
         stem = vocab.stems.get(word)
         return [] if stem is None else [(100.0, word, stem)]
@@ -116,6 +138,7 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
         ):  # fmt: skip
             found.append((float(ratio), candidate, vocab.stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
+    _remember(vocab, key, found)
     return found
 
 
