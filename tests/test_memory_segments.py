@@ -16,6 +16,7 @@ from typing import Any
 from conftest_memory import ask, new_store, page, put_pages
 
 from lwc_trio.memory.indexer import MAX_SEGMENTS, POSTING_FIELDS, IndexBuffer, index_page, unpack
+from lwc_trio.memory.search import best_first
 from lwc_trio.memory.writer import Wiki
 
 WORDS = [
@@ -159,3 +160,13 @@ def test_decoded_postings_are_kept_per_revision_only(tmp_path: Path) -> None:
     after = ask("alpha", project, home=home, scope="project", max_documents=5)
     assert sorted(r["identifier"] for r in after["results"]) == ["first", "second"]
     assert all(r["match"] == "lexical" for r in after["results"])
+
+
+def test_best_first_is_the_n_smallest_of_score_and_doc_id() -> None:
+    """The cutoff selection equals a full sort by (−score, doc id), ties included."""
+    rng = random.Random(3)
+    for _round in range(200):
+        scores = {doc: float(rng.randint(0, 6)) for doc in rng.sample(range(1, 500), 60)}
+        expected = sorted((-score, doc) for doc, score in scores.items())
+        for n in (0, 1, 7, 32, 59, 60, 100):
+            assert best_first(scores, n) == expected[:n]

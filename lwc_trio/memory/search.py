@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 import sqlite3
 import threading
@@ -290,8 +289,12 @@ def _prepared(
 
 def best_first(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
     """`(−score, doc_id)` of the best `n` documents, best first, ties by doc id."""
-    pairs = zip([-score for score in scores.values()], scores, strict=True)
-    return sorted(pairs) if n >= len(scores) else heapq.nsmallest(n, pairs)
+    if n >= len(scores):
+        return sorted(zip([-score for score in scores.values()], scores, strict=True))
+    # The n-th best score, found by a C sort of plain floats; every document scoring as
+    # well is a candidate (ties at the cutoff are decided by doc id below).
+    cutoff = sorted(scores.values(), reverse=True)[n - 1] if n > 0 else math.inf
+    return sorted([(-score, doc) for doc, score in scores.items() if score >= cutoff])[:n]
 
 
 def _first_offsets(
