@@ -388,7 +388,7 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
     """
     parsed = parse_query(q.query)
     if len(parsed[0]) > MAX_TERMS:
-        # The dispatcher refuses these before calling; never run an unbounded query anyway.
+        # The explore pipeline refuses these before calling; never run an unbounded query anyway.
         return {
             "state": "error",
             "error": {"code": "memory_internal", "message": f"more than {MAX_TERMS} terms"},

@@ -91,8 +91,14 @@ class _ThreadPool(OrderedDict[str, Reader]):
     """
 
     def __del__(self) -> None:
-        if not _BOOK.acquire(blocking=False):
-            _ORPHANS.extend(self.values())
+        try:
+            if not _BOOK.acquire(blocking=False):
+                _ORPHANS.extend(self.values())
+                return
+        except Exception:  # interpreter shutdown: module globals are gone
+            for reader in self.values():
+                with contextlib.suppress(Exception):
+                    reader.conn.close()
             return
         try:
             for reader in self.values():
