@@ -312,20 +312,33 @@ def run_setting(
 
 
 def latency(root: Path, queries: Sequence[str]) -> dict[str, float]:
-    """Median and p95 ms of `explore_memory` (what the server's memoryMs times) per query."""
+    """Median and p95 ms of `explore_memory` (what the server's memoryMs times) per query.
+
+    One warm-up query (not a Cranfield one) builds the vocabulary and pools a connection.
+    Then every query is timed the first time it is asked (`median_ms`, the target: the
+    search's per-revision caches hold only terms earlier queries shared) and twice more
+    (`repeat_median_ms`: a question asked again, its terms' postings and typo corrections
+    already kept).
+    """
     never = threading.Event()
     home = root / "no-home"
     home.mkdir(exist_ok=True)
-    times: list[float] = []
-    for rep in range(3):
-        for query in queries:
-            q = MemoryQuery(query, root, root, home, "project", frozenset({"project"}), 8)
-            start = time.perf_counter()
-            explore_memory(q, cancelled=never)
-            if rep:  # the first pass warms caches (vocabularies, pooled connections)
-                times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return {"median_ms": statistics.median(times), "p95_ms": times[int(0.95 * len(times))]}
+
+    def timed(query: str) -> float:
+        q = MemoryQuery(query, root, root, home, "project", frozenset({"project"}), 8)
+        start = time.perf_counter()
+        explore_memory(q, cancelled=never)
+        return (time.perf_counter() - start) * 1000
+
+    timed("warm up the vocabulary")
+    first = sorted(timed(query) for query in queries)
+    again = sorted(timed(query) for _ in range(2) for query in queries)
+    return {
+        "median_ms": statistics.median(first),
+        "p95_ms": first[int(0.95 * len(first))],
+        "repeat_median_ms": statistics.median(again),
+        "repeat_p95_ms": again[int(0.95 * len(again))],
+    }
 
 
 SYSTEMS = ("lwc", "bm25s", "bm25s+stem", "fts5-porter")
@@ -542,7 +555,7 @@ def check(report: dict[str, Any]) -> list[dict[str, Any]]:
                         "pass": mrr >= floor})  # fmt: skip
     for name, limit in (("latency_full", 2.0), ("latency_60", 1.0)):
         ms = report[name]["median_ms"]
-        out.append({"target": f"{name} median ≤ {limit} ms", "value": f"{ms:.2f} ms",
+        out.append({"target": f"{name} first-ask median ≤ {limit} ms", "value": f"{ms:.2f} ms",
                     "pass": ms <= limit})  # fmt: skip
     return out
 
@@ -557,8 +570,9 @@ def print_report(report: dict[str, Any]) -> None:
                   f"{m['recall']:.3f} | {m['p5']:.3f} | {int(m['zero'])} |")  # fmt: skip
     for name in ("latency_full", "latency_60"):
         lat = report[name]
-        print(f"{name}: explore_memory median {lat['median_ms']:.2f} ms, "
-              f"p95 {lat['p95_ms']:.2f} ms")  # fmt: skip
+        print(f"{name}: explore_memory first ask median {lat['median_ms']:.2f} ms, "
+              f"p95 {lat['p95_ms']:.2f} ms; asked again median "
+              f"{lat['repeat_median_ms']:.2f} ms, p95 {lat['repeat_p95_ms']:.2f} ms")  # fmt: skip
     print("| target | value | verdict |")
     print("|---|---|---|")
     for v in report["targets"]:
