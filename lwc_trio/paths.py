@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from lwc_trio.exceptions import PathRuleError
@@ -132,11 +132,29 @@ def _check_lexical(path: str) -> None:
         raise _project_error("must not contain '.', '..' or empty components")
 
 
-def _os_error(exc: OSError) -> PathRuleError:
+def _os_error(exc: OSError, error: Callable[[str], PathRuleError]) -> PathRuleError:
     if isinstance(exc, FileNotFoundError):
-        return _project_error("does not exist")
+        return error("does not exist")
     # strerror is the OS's wording ("Permission denied", "File name too long"), never file data.
-    return _project_error(f"cannot be resolved: {exc.strerror or type(exc).__name__}")
+    return error(f"cannot be resolved: {exc.strerror or type(exc).__name__}")
+
+
+def _canonical_dir(path: str, error: Callable[[str], PathRuleError]) -> str:
+    """The canonical form of `path`, which must exist, be a directory and be valid UTF-8;
+    otherwise `error(rule)` is raised. The projectPath and --path rules share these steps."""
+    try:
+        # strict=True: a missing component is an error, not something resolved by guesswork.
+        canonical = os.path.realpath(path, strict=True)
+        is_dir = stat.S_ISDIR(os.stat(canonical).st_mode)
+    except OSError as exc:
+        raise _os_error(exc, error) from None
+    except ValueError:  # pragma: no cover - NUL is caught lexically first; kept as a backstop
+        raise error("is not a valid path") from None
+    if not is_dir:
+        raise error("must be a directory")
+    if not _is_utf8(canonical):
+        raise error("must resolve to a valid UTF-8 path")
+    return canonical
 
 
 def authorize_project_path(raw: str, workspace: Path, env: Mapping[str, str]) -> Path:
@@ -152,19 +170,12 @@ def authorize_project_path(raw: str, workspace: Path, env: Mapping[str, str]) ->
     _check_lexical(path)
     try:
         # lstat: the last component itself must not be a link (parents may be, and are resolved).
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise _project_error("must not be a symbolic link")
-        # strict=True: a missing component is an error, not something resolved by guesswork.
-        canonical = os.path.realpath(path, strict=True)
-        is_dir = stat.S_ISDIR(os.stat(canonical).st_mode)
+        linked = stat.S_ISLNK(os.lstat(path).st_mode)
     except OSError as exc:
-        raise _os_error(exc) from None
-    except ValueError:  # pragma: no cover - NUL is caught lexically; kept as a backstop
-        raise _project_error("is not a valid path") from None
-    if not is_dir:
-        raise _project_error("must be a directory")
-    if not _is_utf8(canonical):
-        raise _project_error("must resolve to a valid UTF-8 path")
+        raise _os_error(exc, _project_error) from None
+    if linked:
+        raise _project_error("must not be a symbolic link")
+    canonical = _canonical_dir(path, _project_error)
     # Compared as strings: every tool call runs this, and Path objects cost more than the rules.
     if canonical in _prohibited_strings(env.get("HOME", ""), env.get("TMPDIR", "")):
         raise _project_error("must not be the filesystem root, $HOME, a temp root or a system root")
@@ -192,20 +203,7 @@ def validate_workspace(raw: str, env: Mapping[str, str]) -> Path:
         raise invalid("must not be empty")
     if "\0" in raw or not _is_utf8(raw):
         raise invalid("must be a valid UTF-8 path without NUL bytes")
-    try:
-        canonical = os.path.realpath(raw, strict=True)
-        is_dir = stat.S_ISDIR(os.stat(canonical).st_mode)
-    except FileNotFoundError:
-        raise invalid("does not exist") from None
-    except OSError as exc:
-        raise invalid(f"cannot be resolved: {exc.strerror or type(exc).__name__}") from None
-    except ValueError:  # pragma: no cover - NUL is caught above; kept as a backstop
-        raise invalid("is not a valid path") from None
-    if not is_dir:
-        raise invalid("must be a directory")
-    if not _is_utf8(canonical):
-        raise invalid("must resolve to a valid UTF-8 path")
-    workspace = Path(canonical)
+    workspace = Path(_canonical_dir(raw, invalid))
     if workspace in prohibited_roots(env):
         raise PathRuleError(
             "workspace_too_broad",

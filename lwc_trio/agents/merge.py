@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -169,6 +169,33 @@ def _verified(host: Host, new_text: str, expected: Any, label: str, todo: str) -
     return new_text
 
 
+def _edited(
+    host: Host,
+    edit: Callable[[], str],
+    expected: Any,
+    *,
+    label: str,
+    verb: str,
+    refused: str,
+    todo: str,
+) -> str:
+    """The text `edit` makes, verified to parse to `expected`.
+
+    Raises `AgentError`: `agent_config_invalid` for a repeated key, `agent_config_unsupported`
+    (saying `refused`) when the file cannot be edited in place, and `_verified`'s error.
+    """
+    try:
+        new = edit()
+    except DuplicateKeyError as exc:
+        raise _invalid(label, exc.message) from None
+    except ConfigSyntaxError as exc:
+        raise AgentError(
+            "agent_config_unsupported",
+            f"{label}: {exc.message}, so lwc cannot {verb} it in place; left unchanged — {refused}",
+        ) from None
+    return _verified(host, new, expected, label, todo)
+
+
 def _snippet(host: Host, entry: dict[str, Any]) -> str:
     if host.fmt == "toml":
         return tomlconf.dumps_table((host.container, ENTRY_NAME), entry).strip()
@@ -214,18 +241,15 @@ def plan_install(
             f"({json.dumps(existing, ensure_ascii=False)}); rerun with --force to replace it "
             "(the old file is kept as a backup)",
         )
-    try:
-        new = fmt.put(parsed, text, entry, replace=present)
-    except DuplicateKeyError as exc:
-        raise _invalid(label, exc.message) from None
-    except ConfigSyntaxError as exc:
-        raise AgentError(
-            "agent_config_unsupported",
-            f"{label}: {exc.message}, so lwc cannot replace it in place; left unchanged — "
-            f"replace it by hand with: {_snippet(host, entry)}",
-        ) from None
-    todo = f"add this entry under `{host.container}` by hand: {_snippet(host, entry)}"
-    new = _verified(host, new, _expected(host, value, entry), label, todo)
+    new = _edited(
+        host,
+        lambda: fmt.put(parsed, text, entry, replace=present),
+        _expected(host, value, entry),
+        label=label,
+        verb="replace",
+        refused=f"replace it by hand with: {_snippet(host, entry)}",
+        todo=f"add this entry under `{host.container}` by hand: {_snippet(host, entry)}",
+    )
     return Plan("replaced" if present else "added", new, existing, codegraph)
 
 
@@ -241,18 +265,16 @@ def plan_uninstall(host: Host, text: str | None, *, label: str) -> Plan:
     if servers is None or ENTRY_NAME not in servers:
         return Plan("absent", None, None, codegraph)
     existing = servers[ENTRY_NAME]
-    try:
-        new = fmt.drop(parsed, text)
-    except DuplicateKeyError as exc:
-        raise _invalid(label, exc.message) from None
-    except ConfigSyntaxError as exc:
-        raise AgentError(
-            "agent_config_unsupported",
-            f"{label}: {exc.message}, so lwc cannot remove it in place; left unchanged — "
-            f"remove the `{ENTRY_NAME}` entry by hand",
-        ) from None
     todo = f"remove the `{ENTRY_NAME}` entry by hand"
-    new = _verified(host, new, _expected(host, value, None), label, todo)
+    new = _edited(
+        host,
+        lambda: fmt.drop(parsed, text),
+        _expected(host, value, None),
+        label=label,
+        verb="remove",
+        refused=todo,
+        todo=todo,
+    )
     return Plan("removed", new, existing, codegraph)
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from lwc_trio.agents import (
     ENTRY_NAME,
     HOSTS,
@@ -187,18 +189,33 @@ def _human_change(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _change_result(
-    host: Host,
-    scope: str,
-    path: Path,
-    plan: Plan,
-    args: argparse.Namespace,
-    original: bytes | None,
-    text: str | None,
-) -> dict[str, Any]:
+@attrs.frozen
+class _Target:
+    """The config file an install or uninstall edits, as it is before the edit."""
+
+    host: Host
+    scope: str
+    project: Path | None
+    path: Path
+    original: bytes | None
+    text: str | None
+
+
+def _target(args: argparse.Namespace) -> _Target:
+    host = _host(args.host)
+    scope = _scope(args, host)
+    project = _project() if scope == "project" else None
+    path = host.config_file(scope, project, os.environ, sys.platform)
+    original = read_config(path)
+    text = decode(original, path) if original is not None else None
+    return _Target(host, scope, project, path, original, text)
+
+
+def _change_result(target: _Target, plan: Plan, args: argparse.Namespace) -> dict[str, Any]:
+    host, scope, path = target.host, target.scope, target.path
     backup = None
     if plan.text is not None and not args.dry_run:
-        backup = write_config(path, plan.text, original=original, private=scope == "user")
+        backup = write_config(path, plan.text, original=target.original, private=scope == "user")
     result: dict[str, Any] = {
         "host": host.key,
         "name": host.name,
@@ -210,7 +227,7 @@ def _change_result(
         "backup": str(backup) if backup is not None else None,
     }
     if args.dry_run:
-        result["diff"] = _diff(path, text, plan.text)
+        result["diff"] = _diff(path, target.text, plan.text)
     return result
 
 
@@ -219,16 +236,12 @@ def _change_result(
 
 @_agent_errors
 def _install(args: argparse.Namespace) -> int:
-    host = _host(args.host)
-    scope = _scope(args, host)
-    project = _project() if scope == "project" else None
-    path = host.config_file(scope, project, os.environ, sys.platform)
+    target = _target(args)
+    host, scope, project, path = target.host, target.scope, target.project, target.path
     launcher = _launcher()
     entry = desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
-    original = read_config(path)
-    text = decode(original, path) if original is not None else None
-    plan = plan_install(host, text, entry, force=args.force, label=str(path))
-    result = _change_result(host, scope, path, plan, args, original, text)
+    plan = plan_install(host, target.text, entry, force=args.force, label=str(path))
+    result = _change_result(target, plan, args)
     cwd, (session, broad) = Path(os.path.realpath(os.getcwd())), _project_or_reason()
     gates = host_gates(host, scope, session, os.environ, sys.platform, cwd=cwd, broad=broad)
     result["entry"] = entry
@@ -244,14 +257,9 @@ def _install(args: argparse.Namespace) -> int:
 
 @_agent_errors
 def _uninstall(args: argparse.Namespace) -> int:
-    host = _host(args.host)
-    scope = _scope(args, host)
-    project = _project() if scope == "project" else None
-    path = host.config_file(scope, project, os.environ, sys.platform)
-    original = read_config(path)
-    text = decode(original, path) if original is not None else None
-    plan = plan_uninstall(host, text, label=str(path))
-    result = _change_result(host, scope, path, plan, args, original, text)
+    target = _target(args)
+    plan = plan_uninstall(target.host, target.text, label=str(target.path))
+    result = _change_result(target, plan, args)
     result["removed"] = plan.existing
     result["warnings"] = []
     emit(result, as_json=wants_json(args.json), human=_human_change)

@@ -48,25 +48,31 @@ class StoreRef:
         return self.path.parent.parent
 
 
+def _lstat_mode(path: str) -> int | None:
+    """`st_mode` of `path` itself (a link is not followed); None when nothing is there."""
+    try:
+        return os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 def _probe(directory: str, scope: str) -> StoreRef | None:
     # Strings and os.lstat, not pathlib: this runs for every directory walked on every call.
     lwc = os.path.join(directory, STORE_DIR)
     db = os.path.join(lwc, STORE_FILE)
-    try:
-        st = os.lstat(lwc)
-    except (FileNotFoundError, NotADirectoryError):
+    mode = _lstat_mode(lwc)
+    if mode is None:
         return None
-    if stat.S_ISLNK(st.st_mode):
+    if stat.S_ISLNK(mode):
         return StoreRef(scope, Path(db), StoreError("store_path_invalid", f"{lwc} is a symlink"))
-    if not stat.S_ISDIR(st.st_mode):
+    if not stat.S_ISDIR(mode):
         return None
-    try:
-        st = os.lstat(db)
-    except (FileNotFoundError, NotADirectoryError):
+    mode = _lstat_mode(db)
+    if mode is None:
         return None
-    if stat.S_ISLNK(st.st_mode):
+    if stat.S_ISLNK(mode):
         return StoreRef(scope, Path(db), StoreError("store_path_invalid", f"{db} is a symlink"))
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(mode):
         return StoreRef(scope, Path(db), StoreError("store_path_invalid", f"{db} is not a file"))
     return StoreRef(scope, Path(db))
 

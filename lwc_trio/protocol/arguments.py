@@ -144,36 +144,32 @@ def validate(arguments: Any) -> ExploreArgs:
     return CONVERTER.structure(given, ExploreArgs)
 
 
-def _check_query(arguments: dict[str, Any]) -> None:
-    if "query" not in arguments or arguments["query"] is None:
-        raise ArgumentError("invalid_query", "$.query is required", "query")
-    query = arguments["query"]
+def _required_string(arguments: dict[str, Any], field: str, code: str) -> str:
+    """`$.field` present, not null and a string; otherwise `code`, naming the field."""
+    if arguments.get(field) is None:
+        raise ArgumentError(code, f"$.{field} is required", field)
+    value = arguments[field]
     try:
-        CONVERTER.structure(query, str)
+        return CONVERTER.structure(value, str)
     except _WrongType as exc:
-        raise ArgumentError("invalid_query", f"$.query {exc}", "query") from None
+        raise ArgumentError(code, f"$.{field} {exc}", field) from None
+
+
+def _at_most(value: str, limit: int, field: str, code: str) -> None:
+    if len(value) > limit:
+        raise ArgumentError(
+            code, f"$.{field} must be at most {limit:,} characters, got {len(value):,}", field
+        )
+
+
+def _check_query(arguments: dict[str, Any]) -> None:
+    query = _required_string(arguments, "query", "invalid_query")
     if not query.strip():
         rule = "must not be empty" if not query else "must not be whitespace only"
         raise ArgumentError("invalid_query", f"$.query {rule}", "query")
-    if len(query) > QUERY_MAX:
-        raise ArgumentError(
-            "invalid_query",
-            f"$.query must be at most {QUERY_MAX:,} characters, got {len(query):,}",
-            "query",
-        )
+    _at_most(query, QUERY_MAX, "query", "invalid_query")
 
 
 def _check_project_path(arguments: dict[str, Any]) -> None:
-    if "projectPath" not in arguments or arguments["projectPath"] is None:
-        raise ArgumentError("invalid_project_path", "$.projectPath is required", "projectPath")
-    path = arguments["projectPath"]
-    try:
-        CONVERTER.structure(path, str)
-    except _WrongType as exc:
-        raise ArgumentError("invalid_project_path", f"$.projectPath {exc}", "projectPath") from None
-    if len(path) > PATH_MAX:
-        raise ArgumentError(
-            "invalid_project_path",
-            f"$.projectPath must be at most {PATH_MAX:,} characters, got {len(path):,}",
-            "projectPath",
-        )
+    path = _required_string(arguments, "projectPath", "invalid_project_path")
+    _at_most(path, PATH_MAX, "projectPath", "invalid_project_path")

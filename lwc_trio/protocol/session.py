@@ -49,6 +49,12 @@ def initialize_result(params: dict[str, Any], server_version: str) -> dict[str, 
     }
 
 
+def _invalid_params(rid: jsonrpc.RequestId, problem: str) -> dict[str, Any]:
+    return jsonrpc.error(
+        rid, jsonrpc.INVALID_PARAMS, f"Invalid params: {problem}", "invalid_params"
+    )
+
+
 def answer(request: jsonrpc.Request, server_version: str) -> dict[str, Any] | ToolCall:
     """Answer a request, or hand back the tool call it asks for."""
     method, rid, params = request.method, request.id, request.params
@@ -57,12 +63,7 @@ def answer(request: jsonrpc.Request, server_version: str) -> dict[str, Any] | To
             rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", "method_not_found"
         )
     if not isinstance(params, dict):
-        return jsonrpc.error(
-            rid,
-            jsonrpc.INVALID_PARAMS,
-            "Invalid params: params must be an object",
-            "invalid_params",
-        )
+        return _invalid_params(rid, "params must be an object")
     if method == "ping":
         return jsonrpc.result(rid, {})
     if method == "initialize":
@@ -71,12 +72,7 @@ def answer(request: jsonrpc.Request, server_version: str) -> dict[str, Any] | To
         return jsonrpc.result(rid, {"tools": [tool_definition()]})
     name = params.get("name")
     if not isinstance(name, str):
-        return jsonrpc.error(
-            rid,
-            jsonrpc.INVALID_PARAMS,
-            'Invalid params: "name" must be a string',
-            "invalid_params",
-        )
+        return _invalid_params(rid, '"name" must be a string')
     if name != TOOL_NAME:
         return jsonrpc.error(rid, jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}", "unknown_tool")
     arguments = params.get("arguments", {})

@@ -36,6 +36,13 @@ def out(args: argparse.Namespace, obj: Any, human: Callable[[Any], str]) -> int:
     return 0
 
 
+def page_counts(counts: dict[str, Any]) -> str:
+    """How a write's Pages went, as every import command prints it."""
+    return (
+        f"{counts['created']} created, {counts['updated']} updated, {counts['unchanged']} unchanged"
+    )
+
+
 class Progress:
     """A one-line progress bar on stderr, only when stderr is a terminal (`with` ends it)."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import fail
-from lwc_trio.cli.wiki.console import Progress, handles_errors, out
+from lwc_trio.cli.wiki.console import Progress, handles_errors, out, page_counts
 from lwc_trio.cli.wiki.stores import each_store, first_found, require_store, write_scope
 from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_file
 from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
@@ -109,10 +109,4 @@ def page_import(args: argparse.Namespace) -> int:
     with Wiki(require_store(scope)) as wiki, Progress("Importing pages") as progress:
         counts = wiki.put_pages(pages, batch=args.batch, progress=progress)
     result = {"scope": scope, **counts}
-    return out(
-        args,
-        result,
-        lambda r: (
-            f"Imported: {r['created']} created, {r['updated']} updated, {r['unchanged']} unchanged"
-        ),
-    )
+    return out(args, result, lambda r: f"Imported: {page_counts(r)}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import fail
-from lwc_trio.cli.wiki.console import Progress, handles_errors, out
+from lwc_trio.cli.wiki.console import Progress, handles_errors, out, page_counts
 from lwc_trio.cli.wiki.stores import create_for_scope, find_store, require_store, write_scope
 from lwc_trio.exceptions import UsageError
 from lwc_trio.memory.lwc_files import remove_quietly, swap_in
@@ -45,12 +45,7 @@ def import_store(args: argparse.Namespace) -> int:
         counts = import_wiki(wiki, Path(args.dir), progress)
     result = {"scope": scope, **counts}
     return out(
-        args,
-        result,
-        lambda r: (
-            f"Imported {r['sources']} new sources; pages: {r['created']} created, "
-            f"{r['updated']} updated, {r['unchanged']} unchanged"
-        ),
+        args, result, lambda r: f"Imported {r['sources']} new sources; pages: {page_counts(r)}"
     )
 
 
@@ -114,8 +109,7 @@ def _human_lwc_import(r: dict[str, Any]) -> str:
     pages, sources = r["pages"], r["sources"]
     lines = [
         f"Imported {r['from']} (LWC format {r['lwcFormat']}) into {r['path']}",
-        f"  pages: {pages['created']} created, {pages['updated']} updated, "
-        f"{pages['unchanged']} unchanged",
+        f"  pages: {page_counts(pages)}",
         f"  sources: {sources['created']} created, {sources['existing']} already stored",
         f"  citations {r['citations']}, provenance {r['provenance']}, links {r['links']}",
     ]
