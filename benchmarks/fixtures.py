@@ -59,10 +59,12 @@ CODE_QUERIES: Final = (
 """Queries the lwc_trio sources answer (code mode)."""
 
 
-def lwc_cli(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 600) -> Any:
-    """Run `python -m lwc_trio ARGS`; its JSON output (raises on failure)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "lwc_trio", *args],
+def run_module(
+    module: str, args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`python -m MODULE ARGS` with stdin closed and its text output captured, any exit code."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -71,6 +73,11 @@ def lwc_cli(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float 
         timeout=timeout,
         check=False,
     )
+
+
+def lwc_cli(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 600) -> Any:
+    """Run `python -m lwc_trio ARGS`; its JSON output (raises on failure)."""
+    proc = run_module("lwc_trio", args, env, cwd, timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"lwc {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
     return json.loads(proc.stdout) if proc.stdout.strip() else None

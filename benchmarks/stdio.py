@@ -160,13 +160,19 @@ class StdioClient:
         remaining = deadline - time.perf_counter()
         if remaining <= 0 or not self._rsel.select(remaining):
             raise ServerGone(f"{self.name}: no answer within {RESPONSE_TIMEOUT:.0f} s")
+        self._read_ready("")
+
+    def _read_ready(self, during: str) -> bytes:
+        """One read of stdout, added to the buffer and returned (b"" when it would block after
+        all). Raises ServerGone at the end of stdout."""
         try:
             chunk = os.read(self.rfd, _READ)
         except BlockingIOError:
-            return
+            return b""
         if not chunk:
-            raise ServerGone(f"{self.name}: stdout closed; stderr: {self.stderr_tail()}")
+            raise ServerGone(f"{self.name}: stdout closed{during}; stderr: {self.stderr_tail()}")
         self._buf += chunk
+        return chunk
 
     def read_line(self, deadline: float) -> bytes:
         """The next stdout line, waiting until `deadline` (perf_counter); ServerGone if not."""
@@ -217,14 +223,7 @@ class StdioClient:
                         if not view:
                             sel.unregister(self.wfd)
                     else:
-                        try:
-                            chunk = os.read(self.rfd, _READ)
-                        except BlockingIOError:
-                            continue
-                        if not chunk:
-                            raise ServerGone(f"{self.name}: stdout closed in burst")
-                        got += chunk.count(b"\n")
-                        self._buf += chunk
+                        got += self._read_ready(" in burst").count(b"\n")
         lines = bytes(self._buf).split(b"\n")
         self._buf = bytearray(lines.pop())
         return lines

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from benchmarks.fixtures import run_module
 
 REPO = Path(__file__).resolve().parents[1]
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
@@ -45,16 +45,7 @@ def run_script(name: str, *args: str) -> dict[str, Any]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if BINARY:
         env["LWC_CODEGRAPH_BINARY"] = BINARY
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", name, "--json", *args],
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=RUN_LIMIT,
-        check=False,
-    )
+    proc = run_module("benchmarks", [name, "--json", *args], env, REPO, RUN_LIMIT)
     assert proc.returncode in (0, 1), f"{name} failed to run ({proc.returncode}): {proc.stderr}"
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
