@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,3 +48,16 @@ def child_env(home: Path) -> dict[str, str]:
 def lwc_command(*args: str) -> list[str]:
     """argv that runs the `lwc` CLI with this interpreter."""
     return [sys.executable, "-m", "lwc_trio", *args]
+
+
+def sdk_client(cwd: Path, env: dict[str, str], *extra: str) -> Client:
+    """The `mcp` SDK's client for a real `lwc serve --mcp EXTRA` started in `cwd` (which is
+    its workspace unless EXTRA says `--path`); use it with `async with`."""
+    return Client(
+        StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "lwc_trio", "serve", "--mcp", *extra],
+            env=env,
+            cwd=str(cwd),
+        )
+    )

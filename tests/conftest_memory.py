@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import threading
@@ -98,25 +99,53 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return files
 
 
-def run_lwc(
-    *args: str, cwd: Path, home: Path, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    """`python -m lwc_trio ARGS` with HOME set and output captured (stdout is a pipe)."""
-    env = {
+def _lwc_env(home: Path) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "PYTHONPATH": str(REPO),
         "LANG": "C.UTF-8",
     }
+
+
+def run_lwc(
+    *args: str, cwd: Path, home: Path, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`python -m lwc_trio ARGS` with HOME set and output captured (stdout is a pipe)."""
     return subprocess.run(
         [sys.executable, "-m", "lwc_trio", *args],
         cwd=cwd,
-        env=env,
+        env=_lwc_env(home),
         input=stdin if stdin is not None else b"",
         capture_output=True,
         timeout=60,
         check=False,
     )
+
+
+def run_lwc_on_terminal(
+    *args: str, cwd: Path, home: Path
+) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """`run_lwc`, but with stderr on a pseudo-terminal: (the process, what it drew there)."""
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lwc_trio", *args],
+            cwd=cwd,
+            env=_lwc_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+    try:
+        drawn = os.read(leader, 4096)
+    finally:
+        os.close(leader)
+    return proc, drawn
 
 
 def out_json(proc: subprocess.CompletedProcess[bytes]) -> Any:

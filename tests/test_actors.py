@@ -104,8 +104,15 @@ def config(workspace: Path, home: Path) -> ServerConfig:
 
 @asynccontextmanager
 async def running(
-    config: ServerConfig, memory: Any, code: Any, faults: str = ""
+    config: ServerConfig,
+    *,
+    memory: float = 0,
+    code: float = 0,
+    faults: str = "",
+    log: list[str] | None = None,
 ) -> AsyncIterator[Harness]:
+    """`serve_stdio` with fake planes that answer ready after `memory` and `code` virtual
+    seconds (`log` records the memory plane's cancellations)."""
     to_server, server_in = trio.testing.memory_stream_one_way_pair()
     server_out, from_server = trio.testing.memory_stream_one_way_pair()
     harness = Harness(to_server, from_server, project=str(config.workspace))
@@ -116,7 +123,7 @@ async def running(
             FaultPlan.from_env(faults),
             server_in,
             server_out,
-            {"memory": memory, "code": code},
+            {"memory": scripted(MEMORY_READY, memory, log), "code": scripted(CODE_READY, code)},
         )
         harness.exited_at = trio.current_time()
         await server_out.aclose()
@@ -132,7 +139,7 @@ async def test_hung_code_plane_does_not_delay_memory(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
     """Mode all with a hanging code plane answers at the code deadline with memory intact."""
-    async with running(config, scripted(MEMORY_READY, 0.25), scripted(CODE_READY, 1e9)) as h:
+    async with running(config, memory=0.25, code=1e9) as h:
         await h.call(1, mode="all")
         await h.call(2, mode="memory")
         await trio.sleep(30)
@@ -152,7 +159,7 @@ async def test_ping_is_answered_while_a_slow_call_runs(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
     """A ping sent behind a slow tool call is answered at once."""
-    async with running(config, scripted(MEMORY_READY, 4.0), scripted(CODE_READY, 0)) as h:
+    async with running(config, memory=4.0) as h:
         await h.call(1)
         await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
         await trio.sleep(10)
@@ -168,7 +175,7 @@ async def test_cancelled_request_gets_no_response_and_stops_its_work(
 ) -> None:
     """notifications/cancelled silences the named call and cancels the plane work."""
     log: list[str] = []
-    async with running(config, scripted(MEMORY_READY, 3.0, log), scripted(CODE_READY, 0)) as h:
+    async with running(config, memory=3.0, log=log) as h:
         await h.call(7)
         await h.call(8)
         await trio.sleep(1)
@@ -202,7 +209,7 @@ async def test_eof_answers_every_call_before_exit(
     """stdin EOF with calls in flight or queued: every call is answered, then exit 0."""
     if max_in_flight is not None:
         config = attrs.evolve(config, max_in_flight=max_in_flight)
-    async with running(config, scripted(MEMORY_READY, delay), scripted(CODE_READY, 0)) as h:
+    async with running(config, memory=delay) as h:
         for rid in range(len(times)):
             await h.call(rid)
         await h.to_server.aclose()
@@ -218,7 +225,7 @@ async def test_eof_answers_a_call_that_outlasts_the_grace(
 ) -> None:
     """stdin EOF is not a stop request: a call slower than the grace is still answered."""
     config = attrs.evolve(config, memory_timeout=60.0)
-    async with running(config, scripted(MEMORY_READY, 30.0), scripted(CODE_READY, 0)) as h:
+    async with running(config, memory=30.0) as h:
         await h.call(1)
         await h.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         await trio.sleep(0.5)
@@ -234,7 +241,7 @@ async def test_signal_cancels_what_outlasts_the_grace(
 ) -> None:
     """SIGTERM keeps the grace: what finishes in it is answered, the rest is cancelled."""
     config = attrs.evolve(config, memory_timeout=60.0)
-    async with running(config, scripted(MEMORY_READY, 1.0), scripted(CODE_READY, 30.0)) as h:
+    async with running(config, memory=1.0, code=30.0) as h:
         await h.call(1)
         await h.call(2, mode="code")
         await trio.sleep(0.5)
@@ -249,7 +256,7 @@ async def test_in_flight_bound_queues_further_calls(
 ) -> None:
     """With max_in_flight=2, the third and fourth calls start only as slots free up."""
     config = attrs.evolve(config, max_in_flight=2)
-    async with running(config, scripted(MEMORY_READY, 1.0), scripted(CODE_READY, 0)) as h:
+    async with running(config, memory=1.0) as h:
         for rid in range(4):
             await h.call(rid)
         await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
@@ -264,9 +271,7 @@ async def test_crashed_worker_is_restarted(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
     """An injected crash fails only that call; the next call is served by a new worker."""
-    async with running(
-        config, scripted(MEMORY_READY, 0.1), scripted(CODE_READY, 0.1), faults="memory=crash*1"
-    ) as h:
+    async with running(config, memory=0.1, code=0.1, faults="memory=crash*1") as h:
         await h.call(1, mode="all")
         await trio.sleep(1)
         await h.call(2, mode="all")
@@ -293,9 +298,7 @@ async def test_memory_faults_leave_code_unchanged(
     config: ServerConfig, clock: trio.testing.MockClock, fault: str, code: str, at: float
 ) -> None:
     """Each memory fault yields its error code at the right time; the code answer is untouched."""
-    async with running(
-        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0.2), faults=f"memory={fault}"
-    ) as h:
+    async with running(config, code=0.2, faults=f"memory={fault}") as h:
         await h.call(1, mode="all")
         await trio.sleep(20)
         await h.to_server.aclose()
@@ -321,9 +324,7 @@ async def test_code_faults_leave_memory_unchanged(
     config: ServerConfig, clock: trio.testing.MockClock, fault: str, code: str
 ) -> None:
     """Each code fault gives its code; the memory plane's answer comes back unchanged."""
-    async with running(
-        config, scripted(MEMORY_READY, 0.2), scripted(CODE_READY, 0), faults=f"code={fault}"
-    ) as h:
+    async with running(config, memory=0.2, faults=f"code={fault}") as h:
         await h.call(1, mode="all")
         await trio.sleep(20)
         await h.to_server.aclose()
@@ -337,9 +338,7 @@ async def test_delay_fault_answers_normally_after_the_delay(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
     """delay:S gives the normal answer S seconds later, then the script ends."""
-    async with running(
-        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults="memory=delay:1.5*1"
-    ) as h:
+    async with running(config, faults="memory=delay:1.5*1") as h:
         await h.call(1)
         await trio.sleep(3)
         await h.call(2)
@@ -387,7 +386,7 @@ async def test_full_queue_pauses_reading(
 ) -> None:
     """With the call queue full, a ping waits until a slot frees; nothing is dropped."""
     config = attrs.evolve(config, max_in_flight=1, queue_size=1, memory_timeout=60.0)
-    async with running(config, scripted(MEMORY_READY, 2.0), scripted(CODE_READY, 0)) as h:
+    async with running(config, memory=2.0) as h:
         for rid in range(4):
             await h.call(rid)
         await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
@@ -523,9 +522,7 @@ async def test_hung_path_check_answers_at_its_deadline(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
     """auth=hang: that call gets invalid_project_path at 2 s; a ping and the next call don't wait."""
-    async with running(
-        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults="auth=hang*1"
-    ) as h:
+    async with running(config, faults="auth=hang*1") as h:
         await h.call(1)
         await trio.sleep(0.5)
         await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
@@ -549,9 +546,7 @@ async def test_hung_checks_do_not_use_up_the_authorizer(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
     """Four checks hang one after another; each thread is replaced, later calls still pass."""
-    async with running(
-        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults="auth=hang*4"
-    ) as h:
+    async with running(config, faults="auth=hang*4") as h:
         for rid in range(4):
             await h.call(rid)
             await trio.sleep(3)
@@ -580,9 +575,7 @@ async def test_auth_faults(
     error: str | None,
 ) -> None:
     """auth=raise fails the check at once; delay:S answers normally, or at 2 s when S >= 2."""
-    async with running(
-        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults=f"auth={fault}"
-    ) as h:
+    async with running(config, faults=f"auth={fault}") as h:
         await h.call(1)
         await trio.sleep(5)
         await h.to_server.aclose()
@@ -600,7 +593,7 @@ async def test_default_workspace_too_broad_refuses_every_call(
 ) -> None:
     """A refused default workspace answers ping and tools/list, and every call is the guidance."""
     config = attrs.evolve(config, workspace_refusal="started in / without --path: too broad")
-    async with running(config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0)) as h:
+    async with running(config) as h:
         await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
         await h.call(1)
         await h.send(

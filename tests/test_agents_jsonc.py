@@ -41,73 +41,80 @@ def test_fresh_file_is_two_space_json_with_inline_args() -> None:
     )
 
 
-def test_appends_after_last_server_keeping_its_formatting() -> None:
-    """The entry goes after the last server at the servers' indentation; nothing else moves."""
-    text = '{\n    "mcpServers": {\n        "a": {"command": "a"}\n    },\n    "z": 1.50\n}\n'
-    assert put(text) == (
-        '{\n    "mcpServers": {\n        "a": {"command": "a"},\n        "lwc": {\n'
-        '            "command": "/bin/lwc",\n            "args": ["serve", "--mcp"]\n'
-        '        }\n    },\n    "z": 1.50\n}\n'
-    )
-
-
-def test_creates_the_container_as_last_root_member() -> None:
-    """A file without mcpServers gets one at the end of the root object."""
-    assert put('{\n  "theme": "dark"\n}') == (
-        '{\n  "theme": "dark",\n  "mcpServers": {\n    "lwc": {\n'
-        '      "command": "/bin/lwc",\n      "args": ["serve", "--mcp"]\n    }\n  }\n}'
-    )
-
-
-def test_fills_an_empty_container() -> None:
-    """`"mcpServers": {}` is opened up and indented from its own line."""
-    assert put('{\n  "mcpServers": {}\n}\n') == (
-        '{\n  "mcpServers": {\n    "lwc": {\n      "command": "/bin/lwc",\n'
-        '      "args": ["serve", "--mcp"]\n    }\n  }\n}\n'
-    )
-
-
-def test_comment_after_last_member_stays_on_its_line() -> None:
-    """A `// comment` closing the last member's line keeps belonging to that member."""
-    text = '{\n  "mcpServers": {\n    "a": {} // keep me\n  }\n}\n'
-    assert put(text) == (
-        '{\n  "mcpServers": {\n    "a": {}, // keep me\n    "lwc": {\n'
-        '      "command": "/bin/lwc",\n      "args": ["serve", "--mcp"]\n    }\n  }\n}\n'
-    )
-
-
-def test_trailing_comma_style_is_kept() -> None:
-    """With a trailing comma there, it becomes the separator and the new member gets one."""
-    text = '{\n  "mcpServers": {\n    "a": {},\n  },\n}\n'
-    assert put(text) == (
-        '{\n  "mcpServers": {\n    "a": {},\n    "lwc": {\n      "command": "/bin/lwc",\n'
-        '      "args": ["serve", "--mcp"]\n    },\n  },\n}\n'
-    )
-
-
-def test_one_line_object_stays_one_line() -> None:
-    """A minified file gets an inline entry."""
-    assert put('{"mcpServers":{"a":{}}}', jsonc.STRICT) == (
-        '{"mcpServers":{"a":{}, "lwc": {"command": "/bin/lwc", "args": ["serve", "--mcp"]}}}'
-    )
-
-
-def test_tabs_crlf_and_bom_are_kept() -> None:
-    """Indent unit, line breaks and a BOM follow the file."""
-    text = '\ufeff{\r\n\t"mcpServers": {\r\n\t\t"a": 1\r\n\t}\r\n}\r\n'
-    assert put(text, jsonc.STRICT) == (
-        '\ufeff{\r\n\t"mcpServers": {\r\n\t\t"a": 1,\r\n\t\t"lwc": {\r\n'
-        '\t\t\t"command": "/bin/lwc",\r\n\t\t\t"args": ["serve", "--mcp"]\r\n\t\t}\r\n\t}\r\n}\r\n'
-    )
-
-
-def test_replaces_only_the_existing_value() -> None:
-    """An existing lwc entry's value is swapped in place; its neighbours are untouched."""
-    text = '{"mcpServers": {\n  "lwc": {"command": "old"}, // ours\n  "b": 2\n}}'
-    assert put(text) == (
-        '{"mcpServers": {\n  "lwc": {\n    "command": "/bin/lwc",\n'
-        '    "args": ["serve", "--mcp"]\n  }, // ours\n  "b": 2\n}}'
-    )
+@pytest.mark.parametrize(
+    ("text", "dialect", "expected"),
+    [
+        # The entry goes after the last server at the servers' indentation; nothing else moves.
+        pytest.param(
+            '{\n    "mcpServers": {\n        "a": {"command": "a"}\n    },\n    "z": 1.50\n}\n',
+            jsonc.JSONC,
+            '{\n    "mcpServers": {\n        "a": {"command": "a"},\n        "lwc": {\n'
+            '            "command": "/bin/lwc",\n            "args": ["serve", "--mcp"]\n'
+            '        }\n    },\n    "z": 1.50\n}\n',
+            id="appends-after-last-server",
+        ),
+        # A file without mcpServers gets one at the end of the root object.
+        pytest.param(
+            '{\n  "theme": "dark"\n}',
+            jsonc.JSONC,
+            '{\n  "theme": "dark",\n  "mcpServers": {\n    "lwc": {\n'
+            '      "command": "/bin/lwc",\n      "args": ["serve", "--mcp"]\n    }\n  }\n}',
+            id="creates-the-container-last",
+        ),
+        # `"mcpServers": {}` is opened up and indented from its own line.
+        pytest.param(
+            '{\n  "mcpServers": {}\n}\n',
+            jsonc.JSONC,
+            '{\n  "mcpServers": {\n    "lwc": {\n      "command": "/bin/lwc",\n'
+            '      "args": ["serve", "--mcp"]\n    }\n  }\n}\n',
+            id="fills-an-empty-container",
+        ),
+        # A `// comment` closing the last member's line keeps belonging to that member.
+        pytest.param(
+            '{\n  "mcpServers": {\n    "a": {} // keep me\n  }\n}\n',
+            jsonc.JSONC,
+            '{\n  "mcpServers": {\n    "a": {}, // keep me\n    "lwc": {\n'
+            '      "command": "/bin/lwc",\n      "args": ["serve", "--mcp"]\n    }\n  }\n}\n',
+            id="comment-after-last-member-stays",
+        ),
+        # With a trailing comma there, it becomes the separator and the new member gets one.
+        pytest.param(
+            '{\n  "mcpServers": {\n    "a": {},\n  },\n}\n',
+            jsonc.JSONC,
+            '{\n  "mcpServers": {\n    "a": {},\n    "lwc": {\n      "command": "/bin/lwc",\n'
+            '      "args": ["serve", "--mcp"]\n    },\n  },\n}\n',
+            id="trailing-comma-style-kept",
+        ),
+        # A minified file gets an inline entry.
+        pytest.param(
+            '{"mcpServers":{"a":{}}}',
+            jsonc.STRICT,
+            '{"mcpServers":{"a":{}, "lwc": {"command": "/bin/lwc", "args": ["serve", "--mcp"]}}}',
+            id="one-line-object-stays-one-line",
+        ),
+        # Indent unit, line breaks and a BOM follow the file.
+        pytest.param(
+            '\ufeff{\r\n\t"mcpServers": {\r\n\t\t"a": 1\r\n\t}\r\n}\r\n',
+            jsonc.STRICT,
+            '\ufeff{\r\n\t"mcpServers": {\r\n\t\t"a": 1,\r\n\t\t"lwc": {\r\n'
+            '\t\t\t"command": "/bin/lwc",\r\n\t\t\t"args": ["serve", "--mcp"]\r\n\t\t}\r\n\t}\r\n}\r\n',
+            id="tabs-crlf-and-bom-kept",
+        ),
+        # An existing lwc entry's value is swapped in place; its neighbours are untouched.
+        pytest.param(
+            '{"mcpServers": {\n  "lwc": {"command": "old"}, // ours\n  "b": 2\n}}',
+            jsonc.JSONC,
+            '{"mcpServers": {\n  "lwc": {\n    "command": "/bin/lwc",\n'
+            '    "args": ["serve", "--mcp"]\n  }, // ours\n  "b": 2\n}}',
+            id="replaces-only-the-existing-value",
+        ),
+    ],
+)
+def test_put_changes_only_the_entry_and_follows_the_file(
+    text: str, dialect: jsonc.Dialect, expected: str
+) -> None:
+    """Adding or replacing `lwc` gives exactly these bytes: the file's own layout is kept."""
+    assert put(text, dialect) == expected
 
 
 def test_string_contents_that_look_like_comments_are_data() -> None:

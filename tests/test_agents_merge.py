@@ -98,21 +98,20 @@ def test_malformed_or_misshapen_json_is_invalid(text: str, needle: str) -> None:
     assert needle in info.value.message
 
 
-def test_toml_inline_entry_is_refused_as_unsupported() -> None:
-    """A Codex entry written inline cannot be replaced in place: refused, not rewritten."""
+@pytest.mark.parametrize(
+    ("text", "force"),
+    [
+        # An entry written inline cannot be replaced in place: refused, not rewritten.
+        pytest.param('mcp_servers = { lwc = { command = "old" } }\n', True, id="inline-entry"),
+        # Appending `[mcp_servers.lwc]` after an inline `mcp_servers` fails verification.
+        pytest.param('mcp_servers = { other = { command = "x" } }\n', False, id="inline-table"),
+    ],
+)
+def test_toml_that_cannot_be_edited_in_place_is_refused(text: str, force: bool) -> None:
+    """A Codex file lwc could only break by editing is agent_config_unsupported."""
     entry = desired_entry(CODEX, "user", "/bin/lwc", None)
-    text = 'mcp_servers = { lwc = { command = "old" } }\n'
     with pytest.raises(AgentError) as info:
-        plan_install(CODEX, text, entry, force=True, label="cfg")
-    assert info.value.code == "agent_config_unsupported"
-
-
-def test_toml_append_that_would_not_parse_is_refused() -> None:
-    """Appending `[mcp_servers.lwc]` after an inline `mcp_servers` fails verification."""
-    entry = desired_entry(CODEX, "user", "/bin/lwc", None)
-    text = 'mcp_servers = { other = { command = "x" } }\n'
-    with pytest.raises(AgentError) as info:
-        plan_install(CODEX, text, entry, force=False, label="cfg")
+        plan_install(CODEX, text, entry, force=force, label="cfg")
     assert info.value.code == "agent_config_unsupported"
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest_memory import REPO, err_code, out_json, run_lwc, snapshot
+from conftest_memory import err_code, out_json, run_lwc, run_lwc_on_terminal, snapshot
 
 
 @pytest.fixture
@@ -449,15 +448,7 @@ def test_progress_bar_only_on_a_terminal(env: tuple[Path, Path]) -> None:
     piped = run_lwc("graph", "build", cwd=project, home=home)
     assert piped.returncode == 0
     assert piped.stderr == b""
-    master, slave = pty.openpty()
-    env_vars = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "lwc_trio", "graph", "build"],
-        cwd=project, env=env_vars, stdout=subprocess.PIPE, stderr=slave, timeout=60, check=False,
-    )  # fmt: skip
-    os.close(slave)
-    drawn = os.read(master, 4096)
-    os.close(master)
+    proc, drawn = run_lwc_on_terminal("graph", "build", cwd=project, home=home)
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["graph"]["status"] == "ready"
     assert b"Building graph [" in drawn

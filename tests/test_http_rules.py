@@ -59,6 +59,17 @@ def status_kind(response: Response | None) -> tuple[int, str] | None:
     return response.status, error_of(response)["data"]["kind"]
 
 
+def judged(
+    policy: Policy, request: Head, allowed: bool, refusal: tuple[int, str]
+) -> Response | None:
+    """`check_head`'s answer, checked: None when `allowed`, else a `refusal` (status, kind)."""
+    refused = check_head(policy, request)
+    assert (refused is None) is allowed
+    if refused is not None:
+        assert status_kind(refused) == refusal
+    return refused
+
+
 def test_each_check_fires_in_spec_order() -> None:
     """A request breaking every rule is refused by each rule in turn as the earlier ones are fixed."""
     fixes: list[tuple[dict[str, str | None], tuple[int, str]]] = [
@@ -192,10 +203,7 @@ def test_allowed_host_normalises_and_rejects() -> None:
 )
 def test_host_must_be_loopback_with_port_or_allowed(host: str, allowed: bool) -> None:
     """DNS-rebinding protection: only loopback names with the listen port, or allowed names."""
-    refused = check_head(POLICY, head(host=host, authorization=None))
-    assert (refused is None) is allowed
-    if not allowed:
-        assert status_kind(refused) == (403, "forbidden_host")
+    judged(POLICY, head(host=host, authorization=None), allowed, (403, "forbidden_host"))
 
 
 def test_listen_host_is_allowed_but_wildcards_are_not() -> None:
@@ -241,10 +249,7 @@ def test_host_header_must_appear_once(headers: list[tuple[bytes, bytes]], allowe
 )
 def test_origin_when_present_must_be_http_plus_allowed_host(origin: str, allowed: bool) -> None:
     """Browsers' Origin must be http:// plus an allowed host and port; `null` never passes."""
-    refused = check_head(POLICY, head(origin=origin, authorization=None))
-    assert (refused is None) is allowed
-    if not allowed:
-        assert status_kind(refused) == (403, "forbidden_origin")
+    judged(POLICY, head(origin=origin, authorization=None), allowed, (403, "forbidden_origin"))
 
 
 def test_two_origins_are_refused() -> None:
@@ -290,10 +295,8 @@ def test_other_methods_get_405_with_allow_post_and_no_cors(method: str) -> None:
 )
 def test_bearer_token_required_when_configured(authorization: str | None, allowed: bool) -> None:
     """With a token configured every request needs exactly `Bearer <token>`."""
-    refused = check_head(LOCKED, head(authorization=authorization))
-    assert (refused is None) is allowed
+    refused = judged(LOCKED, head(authorization=authorization), allowed, (401, "unauthorized"))
     if refused is not None:
-        assert status_kind(refused) == (401, "unauthorized")
         assert dict(refused.headers)[b"www-authenticate"] == b"Bearer"
 
 
@@ -317,10 +320,10 @@ def test_no_token_configured_ignores_authorization() -> None:
 )
 def test_protocol_version_header_must_be_supported(version: str | None, allowed: bool) -> None:
     """An MCP-Protocol-Version we do not speak is 400 with the versions we do."""
-    refused = check_head(POLICY, head(mcp_protocol_version=version))
-    assert (refused is None) is allowed
+    refused = judged(
+        POLICY, head(mcp_protocol_version=version), allowed, (400, "unsupported_protocol_version")
+    )
     if refused is not None:
-        assert status_kind(refused) == (400, "unsupported_protocol_version")
         assert error_of(refused)["data"]["supported"][0] == "2025-11-25"
 
 
@@ -340,10 +343,7 @@ def test_protocol_version_header_must_be_supported(version: str | None, allowed:
 )
 def test_content_type_must_be_json(content_type: str | None, allowed: bool) -> None:
     """Bodies must be declared application/json (UTF-8), checked before any parsing."""
-    refused = check_head(POLICY, head(content_type=content_type))
-    assert (refused is None) is allowed
-    if refused is not None:
-        assert status_kind(refused) == (415, "unsupported_media_type")
+    judged(POLICY, head(content_type=content_type), allowed, (415, "unsupported_media_type"))
 
 
 @pytest.mark.parametrize(
@@ -367,10 +367,7 @@ def test_content_type_must_be_json(content_type: str | None, allowed: bool) -> N
 )
 def test_accept_must_admit_json(accept: str | None, allowed: bool) -> None:
     """Accept may be missing or anything admitting JSON; the most specific range decides."""
-    refused = check_head(POLICY, head(accept=accept))
-    assert (refused is None) is allowed
-    if refused is not None:
-        assert status_kind(refused) == (406, "not_acceptable")
+    judged(POLICY, head(accept=accept), allowed, (406, "not_acceptable"))
 
 
 def test_declared_oversize_body_is_refused_before_reading() -> None:

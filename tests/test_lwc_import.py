@@ -4,16 +4,13 @@ idempotently, and refuses a hostile one by name without writing anything."""
 from __future__ import annotations
 
 import os
-import pty
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
-from conftest_memory import REPO, err_code, out_json, run_lwc, snapshot
+from conftest_memory import err_code, out_json, run_lwc, run_lwc_on_terminal, snapshot
 
 from benchmarks.lwc_store import (
     LwcExtras,
@@ -386,15 +383,7 @@ def test_progress_bar_only_on_a_terminal(box: tuple[Path, Path], tmp_path: Path)
     piped = run_lwc("import", "--from-lwc", str(lwc), cwd=project, home=home)
     assert piped.returncode == 0
     assert piped.stderr == b""
-    master, slave = pty.openpty()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "lwc_trio", "import", "--from-lwc", str(lwc)],
-        cwd=project, env=env, stdout=subprocess.PIPE, stderr=slave, timeout=60, check=False,
-    )  # fmt: skip
-    os.close(slave)
-    drawn = os.read(master, 4096)
-    os.close(master)
+    proc, drawn = run_lwc_on_terminal("import", "--from-lwc", str(lwc), cwd=project, home=home)
     assert proc.returncode == 0
     assert b"Reading LWC store [" in drawn
     assert b"3/3" in drawn

@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from conftest import lwc_command
-from mcp import Client, StdioServerParameters
+from conftest import lwc_command, sdk_client
 
 pytestmark = pytest.mark.slow
 
@@ -36,28 +34,24 @@ def put(cwd: Path, env: dict[str, str], slug: str, body: str, *scope: str) -> No
         "--provenance", "agent-observed")  # fmt: skip
 
 
-def server(cwd: Path, env: dict[str, str], *extra: str) -> Client:
-    """The SDK client for `lwc serve --mcp` started in `cwd` (its workspace unless --path)."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "lwc_trio", "serve", "--mcp", *extra],
-        env=env,
-        cwd=str(cwd),
-    )
-    return Client(params)
-
-
 async def explore(
     cwd: Path, env: dict[str, str], arguments: dict[str, Any], *extra: str
 ) -> tuple[bool, dict[str, Any]]:
     """One `lwc_explore` call: (isError, the object in the text block == structuredContent)."""
-    async with server(cwd, env, *extra) as client:
+    async with sdk_client(cwd, env, *extra) as client:
         result = await client.call_tool("lwc_explore", arguments)
     text = result.content[0].text  # type: ignore[union-attr]
     value: dict[str, Any] = json.loads(text)
     if result.structured_content is not None:
         assert value == result.structured_content
     return bool(result.is_error), value
+
+
+async def refusal(cwd: Path, env: dict[str, str], arguments: dict[str, Any], *extra: str) -> str:
+    """The `error.code` of one `lwc_explore` call that must be a tool error (isError true)."""
+    is_error, value = await explore(cwd, env, arguments, *extra)
+    assert is_error, value
+    return str(value["error"]["code"])
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -122,11 +116,10 @@ async def test_mcp_rejects_relative_project_path_without_creating_state(
     project: Path, env: dict[str, str]
 ) -> None:
     """A relative projectPath is invalid_project_path, and nothing is created for it."""
-    is_error, value = await explore(
-        project, env, {"query": "release policy", "projectPath": "relative/project"}
+    assert (
+        await refusal(project, env, {"query": "release policy", "projectPath": "relative/project"})
+        == "invalid_project_path"
     )
-    assert is_error
-    assert value["error"]["code"] == "invalid_project_path"
     assert not (project / "relative").exists()
     assert os.listdir(project) == []
 
@@ -140,11 +133,10 @@ async def test_mcp_enforces_declared_mode_scope_and_count_bounds(
     project: Path, env: dict[str, str], bad: dict[str, Any]
 ) -> None:
     """Each out-of-bounds argument is an invalid_arguments tool error."""
-    is_error, value = await explore(
-        project, env, {"query": "x", "projectPath": str(project), **bad}
+    assert (
+        await refusal(project, env, {"query": "x", "projectPath": str(project), **bad})
+        == "invalid_arguments"
     )
-    assert is_error
-    assert value["error"]["code"] == "invalid_arguments"
 
 
 async def test_mcp_rejects_oversized_frames_and_sensitive_roots_then_continues(
@@ -162,9 +154,7 @@ async def test_mcp_rejects_oversized_frames_and_sensitive_roots_then_continues(
     assert len(frames) == 2
     assert frames[0]["error"]["code"] == -32600
     assert frames[1]["result"] == {}
-    is_error, value = await explore(project, env, {"query": "x", "projectPath": "/"})
-    assert is_error
-    assert value["error"]["code"] == "invalid_project_path"
+    assert await refusal(project, env, {"query": "x", "projectPath": "/"}) == "invalid_project_path"
 
 
 async def test_mcp_rejects_a_symlinked_project_boundary(
@@ -173,9 +163,10 @@ async def test_mcp_rejects_a_symlinked_project_boundary(
     """A projectPath that is a symlink to the project is refused as invalid_project_path."""
     alias = tmp_path / "alias"
     alias.symlink_to(project)
-    is_error, value = await explore(project, env, {"query": "x", "projectPath": str(alias)})
-    assert is_error
-    assert value["error"]["code"] == "invalid_project_path"
+    assert (
+        await refusal(project, env, {"query": "x", "projectPath": str(alias)})
+        == "invalid_project_path"
+    )
 
 
 async def test_mcp_explicit_project_path_ignores_conflicting_ambient_root(
@@ -203,11 +194,10 @@ async def test_mcp_rejects_project_paths_outside_the_host_workspace(
     workspace, sibling = tmp_path / "workspace", tmp_path / "sibling"
     workspace.mkdir()
     sibling.mkdir()
-    is_error, value = await explore(
-        workspace, env, {"query": "private sibling", "projectPath": str(sibling)}
+    assert (
+        await refusal(workspace, env, {"query": "private sibling", "projectPath": str(sibling)})
+        == "project_path_outside_workspace"
     )
-    assert is_error
-    assert value["error"]["code"] == "project_path_outside_workspace"
 
 
 async def test_mcp_explicit_host_workspace_accepts_that_project_from_another_cwd(
@@ -255,7 +245,7 @@ async def test_mcp_all_scope_qualifies_duplicate_pages_and_keeps_source_bodies_i
         f"sourceonlyneedle {'private ' * 4_000} NEVER_RETURN_FULL_SOURCE_TAIL", encoding="utf-8"
     )
     lwc(project, env, "source", "add", str(source))
-    async with server(project, env) as client:
+    async with sdk_client(project, env) as client:
         shared = await client.call_tool(
             "lwc_explore",
             {"query": "sharedscope", "projectPath": str(project), "scope": "all",
@@ -324,7 +314,7 @@ async def test_mcp_memory_mode_caps_long_unicode_pages_and_total_output(
     lwc(project, env, "init")
     for index in range(5):
         put(project, env, f"capacity-{index}", f"第{index}篇 容量 capacity {'内存边界 ' * 4_000}")
-    async with server(project, env) as client:
+    async with sdk_client(project, env) as client:
         result = await client.call_tool(
             "lwc_explore",
             {"query": "capacity", "projectPath": str(project), "mode": "memory",

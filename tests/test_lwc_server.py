@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from conftest import lwc_command
-from mcp import Client, StdioServerParameters
+from conftest import lwc_command, sdk_client
 
 from benchmarks.lwc_store import LwcPage, make_wal_only_store
 
@@ -32,13 +30,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 async def memory_of(workspace: Path, env: dict[str, str], scope: str = "project") -> Any:
     """The memory plane of one `lwc_explore` call through the real server and SDK client."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "lwc_trio", "serve", "--mcp", "--path", str(workspace)],
-        env=env,
-        cwd=str(workspace),
-    )
-    async with Client(params) as client:
+    async with sdk_client(workspace, env, "--path", str(workspace)) as client:
         result = await client.call_tool(
             "lwc_explore", {"query": "alpha", "projectPath": str(workspace), "scope": scope}
         )

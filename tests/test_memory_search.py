@@ -77,19 +77,68 @@ def raw_scores(db: Path, query: str) -> dict[str, float]:
     return {hit.identifier: hit.rank for hit in hits}
 
 
-def test_title_match_outranks_body_match(tmp_path: Path) -> None:
-    """A term in the title (weight 8) beats the same term repeated in a body (weight 1)."""
+GENERIC = (page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes"))
+
+# Pages written beside FILLER, a query with its maxDocuments, and the exact (identifier, match)
+# rows it must give, best first; every case also checks that ranks strictly rise (BM25 ranks
+# are negative, lower is better) and that lexical ranks stay below 0.
+RANKED = {
+    # A term in the title (weight 8) beats the same term repeated in a body (weight 1).
+    "title-outranks-body": (
+        (
+            page("consensus", "Raft consensus", "leader election"),
+            page("notes", "Meeting notes", "raft raft raft was discussed"),
+        ),
+        "raft",
+        8,
+        [("consensus", "lexical"), ("notes", "lexical")],
+    ),
+    # An `index` page ranks below an equal page, except when the query says "index".
+    "generic-page-pushed-down": (
+        GENERIC,
+        "kubernetes",
+        8,
+        [("guide", "lexical"), ("index", "lexical")],
+    ),
+    "generic-page-asked-for": (
+        GENERIC,
+        "kubernetes index",
+        8,
+        [("index", "lexical"), ("guide", "lexical")],
+    ),
+    # A misspelt word finds the title by correction, marked fuzzy, after lexical hits.
+    "fuzzy-after-lexical": (
+        (
+            page("k8s", "Kubernetes Deployment", "how we ship"),
+            page("typo", "Log excerpt", "error: kuberntes not found"),
+            page("trust", "Trust boundaries", "who may call what"),
+        ),
+        "kuberntes",
+        8,
+        [("typo", "lexical"), ("k8s", "fuzzy")],
+    ),
+    # With maxDocuments lexical hits, no fuzzy result is added.
+    "no-fuzzy-when-lexical-fills": (
+        (page("k8s", "Kubernetes", "x"), page("typo", "Typo", "kuberntes")),
+        "kuberntes",
+        1,
+        [("typo", "lexical")],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RANKED))
+def test_ranking_gives_exactly_these_rows(tmp_path: Path, case: str) -> None:
+    """Title weight, the generic-page penalty and the fuzzy fallback order results as listed."""
+    pages, query, limit, expected = RANKED[case]
     project, db, home = new_project(tmp_path)
-    put_among_filler(
-        db,
-        page("consensus", "Raft consensus", "leader election"),
-        page("notes", "Meeting notes", "raft raft raft was discussed"),
-    )
-    memory = ask("raft", project, home=home)
+    put_among_filler(db, *pages)
+    memory = ask(query, project, home=home, max_documents=limit)
     assert memory["state"] == "ready"
-    assert ids(memory) == ["consensus", "notes"]
-    assert [row["match"] for row in memory["results"]] == ["lexical", "lexical"]
-    assert memory["results"][0]["rank"] < memory["results"][1]["rank"] < 0
+    assert [(row["identifier"], row["match"]) for row in memory["results"]] == expected
+    ranks = [row["rank"] for row in memory["results"]]
+    assert ranks == sorted(set(ranks))
+    assert all(row["rank"] < 0 for row in memory["results"] if row["match"] == "lexical")
 
 
 def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
@@ -106,14 +155,6 @@ def test_whole_query_title_and_path_match_multiply_bm25(tmp_path: Path) -> None:
     assert ranks["deploy-pipeline"] == pytest.approx(raw["deploy-pipeline"] * 3.0)
     assert ranks["ci"] == pytest.approx(raw["ci"])
     assert ids(memory) == ["deploy-pipeline", "ci"]
-
-
-def test_generic_pages_are_pushed_down_unless_asked_for(tmp_path: Path) -> None:
-    """An `index` page ranks below an equal page, except when the query says "index"."""
-    project, db, home = new_project(tmp_path)
-    put_among_filler(db, page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes"))
-    assert ids(ask("kubernetes", project, home=home)) == ["guide", "index"]
-    assert ids(ask("kubernetes index", project, home=home))[0] == "index"
 
 
 def test_source_summarized_by_a_matching_source_page_is_hidden(tmp_path: Path) -> None:
@@ -161,29 +202,6 @@ def test_link_rerank_prefers_the_linked_page(tmp_path: Path) -> None:
     assert memory["results"][0]["rank"] == pytest.approx(
         memory["results"][1]["rank"] * (1 + 0.05 * 1.584962500721156)  # log2(1 + 2 links)
     )
-
-
-def test_fuzzy_fallback_adds_typo_matches_after_lexical_hits(tmp_path: Path) -> None:
-    """A misspelt word finds the title by correction, marked fuzzy, after lexical hits."""
-    project, db, home = new_project(tmp_path)
-    put_among_filler(
-        db,
-        page("k8s", "Kubernetes Deployment", "how we ship"),
-        page("typo", "Log excerpt", "error: kuberntes not found"),
-        page("trust", "Trust boundaries", "who may call what"),
-    )
-    memory = ask("kuberntes", project, home=home)
-    assert ids(memory) == ["typo", "k8s"]
-    assert [row["match"] for row in memory["results"]] == ["lexical", "fuzzy"]
-    assert memory["results"][0]["rank"] < memory["results"][1]["rank"]
-
-
-def test_fuzzy_pass_is_skipped_when_lexical_fills_the_limit(tmp_path: Path) -> None:
-    """With maxDocuments lexical hits, no fuzzy result is added."""
-    project, db, home = new_project(tmp_path)
-    put_among_filler(db, page("k8s", "Kubernetes", "x"), page("typo", "Typo", "kuberntes"))
-    memory = ask("kuberntes", project, home=home, max_documents=1)
-    assert [(r["identifier"], r["match"]) for r in memory["results"]] == [("typo", "lexical")]
 
 
 def test_merge_order_project_before_global_then_pages_before_sources(tmp_path: Path) -> None:

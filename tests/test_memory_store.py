@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest_memory import add_source, ask, new_store, page, put_pages, snapshot
+from conftest_memory import add_source, ask, new_project, new_store, page, put_pages, snapshot
 
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory import engine, schema, store
@@ -24,14 +24,6 @@ from lwc_trio.memory.store import (
     write_transaction,
 )
 from lwc_trio.memory.writer import Wiki
-
-
-def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(project dir, its store, an empty home)."""
-    project = tmp_path / "ws"
-    home = tmp_path / "home"
-    home.mkdir()
-    return project, new_store(project), home
 
 
 def meta(db: Path) -> dict[str, str]:
@@ -53,7 +45,7 @@ def tamper(db: Path, *statements: str) -> None:
 
 def test_queries_create_no_file(tmp_path: Path) -> None:
     """A session of lexical, fuzzy, graph and empty queries leaves every byte as it was."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(new_store(home), [page("g", "Global", "shared word")])
     put_pages(db, [page("a", "Alpha", "shared word [[b]]"), page("b", "Beta", "word")])
     with Wiki(db) as wiki:
@@ -67,7 +59,7 @@ def test_queries_create_no_file(tmp_path: Path) -> None:
 
 def test_reader_sees_last_commit_while_a_writer_is_mid_transaction(tmp_path: Path) -> None:
     """An open write transaction (its journal not hot) neither blocks nor breaks a reader."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha")])
     writer = sqlite3.connect(db, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
@@ -83,7 +75,7 @@ def test_reader_sees_last_commit_while_a_writer_is_mid_transaction(tmp_path: Pat
 def test_exclusive_lock_gives_store_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer holding the exclusive lock past the busy limit makes the store store_busy."""
     monkeypatch.setattr(engine, "BUSY_LIMIT_S", 0.2)
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     writer = sqlite3.connect(db, isolation_level=None)
     writer.execute("BEGIN EXCLUSIVE")
     try:
@@ -106,16 +98,19 @@ def test_exclusive_lock_gives_store_busy(tmp_path: Path, monkeypatch: pytest.Mon
         ("DROP TABLE links", "CREATE TABLE links (from_slug, to_slug)"),
         ("DELETE FROM meta WHERE key = 'store_id'",),
         ("UPDATE meta SET value = 'x' WHERE key = 'store_revision'",),
+        ("PRAGMA journal_mode = WAL",),
     ],
-    ids=["trigger", "view", "pages-view", "links-changed", "no-store-id", "bad-revision"],
+    ids=["trigger", "view", "pages-view", "links-changed", "no-store-id", "bad-revision", "wal"],
 )
 def test_hostile_schema_is_store_corrupt(tmp_path: Path, statements: tuple[str, ...]) -> None:
-    """Any object or meta value the writer would not have made makes the store store_corrupt."""
-    project, db, home = setup(tmp_path)
+    """Any object, meta value or journal mode the writer would not have made makes the store
+    store_corrupt, and reading it creates no file (no -wal or -shm beside a WAL store)."""
+    project, db, home = new_project(tmp_path)
     tamper(db, *statements)
     memory = ask("alpha", project, home=home, scope="project")
     assert memory["state"] == "error"
     assert memory["error"]["code"] == "store_corrupt"
+    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]
 
 
 @pytest.mark.parametrize(
@@ -123,7 +118,7 @@ def test_hostile_schema_is_store_corrupt(tmp_path: Path, statements: tuple[str, 
 )
 def test_non_sqlite_file_is_store_corrupt(tmp_path: Path, content: bytes) -> None:
     """Empty, garbage or damaged files are store_corrupt and stay untouched."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     db.write_bytes(content)
     memory = ask("alpha", project, home=home, scope="project")
     assert memory["error"]["code"] == "store_corrupt"
@@ -131,18 +126,9 @@ def test_non_sqlite_file_is_store_corrupt(tmp_path: Path, content: bytes) -> Non
     assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]
 
 
-def test_wal_mode_store_is_refused_without_creating_wal_files(tmp_path: Path) -> None:
-    """A store switched to WAL is store_corrupt, and no -wal or -shm file appears."""
-    project, db, home = setup(tmp_path)
-    tamper(db, "PRAGMA journal_mode = WAL")
-    memory = ask("alpha", project, home=home, scope="project")
-    assert memory["error"]["code"] == "store_corrupt"
-    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]
-
-
 def test_newer_format_is_unsupported_store_version(tmp_path: Path) -> None:
     """A store from a newer lwc gets unsupported_store_version, for readers and writers."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '99' WHERE key = 'format_version'")
     memory = ask("alpha", project, home=home, scope="project")
     assert memory["error"]["code"] == "unsupported_store_version"
@@ -153,7 +139,7 @@ def test_newer_format_is_unsupported_store_version(tmp_path: Path) -> None:
 
 def test_older_format_without_migration_is_refused(tmp_path: Path) -> None:
     """A format with no migration path is unsupported, and the writer leaves it unchanged."""
-    _project, db, _home = setup(tmp_path)
+    _project, db, _home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '0' WHERE key = 'format_version'")
     before = db.read_bytes()
     with pytest.raises(StoreError) as caught:
@@ -164,7 +150,7 @@ def test_older_format_without_migration_is_refused(tmp_path: Path) -> None:
 
 def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Opening an older store for writing runs its migrations and records the new format."""
-    _project, db, _home = setup(tmp_path)
+    _project, db, _home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     noop = ("UPDATE meta SET value = value WHERE 0",)
     monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop})
@@ -191,7 +177,7 @@ def make_hot_journal(db: Path) -> None:
 
 def test_hot_journal_needs_recovery_then_repair_restores(tmp_path: Path) -> None:
     """A crashed write gives store_needs_recovery + `lwc repair`, which restores the last commit."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page(f"p{i}", f"Page {i}", "body " * 2000) for i in range(40)])
     make_hot_journal(db)
     memory = ask("page", project, home=home, scope="project")
@@ -210,7 +196,7 @@ def test_hot_journal_needs_recovery_then_repair_restores(tmp_path: Path) -> None
 def test_graph_readiness_transitions(tmp_path: Path) -> None:
     """disabled → pending (enabled) → ready (built, and through a write) → disabled → pending
     (written while disabled, then enabled) → ready (built)."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha")])
 
     def status() -> str:
@@ -245,7 +231,7 @@ def test_graph_readiness_transitions(tmp_path: Path) -> None:
 
 def test_revisions_move_as_documented(tmp_path: Path) -> None:
     """store_revision moves on every write, content_revision on content only, no-ops on neither."""
-    _project, db, _home = setup(tmp_path)
+    _project, db, _home = new_project(tmp_path)
     assert (meta(db)["store_revision"], meta(db)["content_revision"]) == ("0", "0")
     put_pages(db, [page("a", "Alpha", "alpha")])
     assert (meta(db)["store_revision"], meta(db)["content_revision"]) == ("1", "1")
@@ -260,7 +246,7 @@ def test_revisions_move_as_documented(tmp_path: Path) -> None:
 
 def test_interrupted_write_leaves_previous_revision(tmp_path: Path) -> None:
     """Ctrl-C inside a write transaction rolls back: the file bytes are unchanged."""
-    _project, db, _home = setup(tmp_path)
+    _project, db, _home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha")])
     before = db.read_bytes()
     conn = open_writer(db)
@@ -278,7 +264,7 @@ def test_interrupted_write_leaves_previous_revision(tmp_path: Path) -> None:
 
 def test_concurrent_writers_are_serialized(tmp_path: Path) -> None:
     """Two threads writing at once both succeed and the store stays consistent."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     errors: list[BaseException] = []
 
     def write(prefix: str) -> None:
@@ -302,7 +288,7 @@ def test_concurrent_writers_are_serialized(tmp_path: Path) -> None:
 
 def test_progress_handler_interrupts_a_running_statement(tmp_path: Path) -> None:
     """Setting the cancel event stops a long SQLite statement within milliseconds."""
-    _project, db, _home = setup(tmp_path)
+    _project, db, _home = new_project(tmp_path)
     event = threading.Event()
     conn = open_reader(db, event)
     threading.Timer(0.05, event.set).start()
@@ -326,7 +312,7 @@ def test_create_store_is_exclusive_and_leaves_no_temp_file(tmp_path: Path) -> No
 
 def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
     """A valid header over garbage b-tree pages is store_corrupt, not a crash."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page(f"p{i}", f"Page {i}", "alpha " * 300) for i in range(30)])
     data = bytearray(db.read_bytes())
     data[4096:] = bytes((i * 37 + 11) % 256 for i in range(len(data) - 4096))
@@ -380,7 +366,7 @@ FORMAT_3_SEARCH = (
 def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, old: int) -> None:
     """A format-2 or -3 store gets guidance (`lwc repair`), never results; repair or any
     write re-indexes it, after which it answers exactly like a store built in format 4."""
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     pages = [
         page(f"p{i}", f"Kubernetes note {i}", f"caching pods and nodes {i} " * 20)
         for i in range(30)
@@ -411,7 +397,7 @@ def test_format_change_is_seen_by_a_pooled_reader(tmp_path: Path) -> None:
     The pooled fast path skips the schema check while SQLite's schema cookie is unchanged; a
     value-only update of format_version does not change the cookie, so it must be read anew.
     """
-    project, db, home = setup(tmp_path)
+    project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "word")])
 
     def same_thread_twice() -> list[dict[str, Any]]:

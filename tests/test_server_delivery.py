@@ -59,25 +59,33 @@ async def test_slow_reader_during_a_burst_gets_every_answer(
     assert server.stderr == b""
 
 
+@pytest.mark.parametrize(
+    ("delay", "calls"),
+    [
+        pytest.param(0.3, 10, id="ten-in-flight"),
+        pytest.param(3, 5, id="slower-than-the-2s-grace"),
+    ],
+)
 async def test_eof_after_piped_calls_answers_them_all(
-    workspace: Path, lwc_env: dict[str, str]
+    workspace: Path, lwc_env: dict[str, str], delay: float, calls: int
 ) -> None:
-    """Five calls slower than the 2 s grace, stdin closed at once: five answers, exit 0."""
-    env = {**lwc_env, "LWC_FAULTS": "memory=delay:3"}
+    """Calls still in flight (even ones slower than the 2 s grace) when stdin closes at once:
+    every one is answered, then exit 0."""
+    env = {**lwc_env, "LWC_FAULTS": f"memory=delay:{delay}"}
     async with trio.open_nursery() as nursery:
         server = await RawServer.start(nursery, ["--path", str(workspace)], env, str(workspace))
-        for rid in range(5):
+        for rid in range(calls):
             await server.send(call(rid, {"query": "x", "projectPath": str(workspace)}))
         await server.close_stdin()
         answers = await server.rest()
         assert await server.wait() == 0
-    assert sorted(a["id"] for a in answers) == list(range(5))
+    assert sorted(a["id"] for a in answers) == list(range(calls))
     assert all(
         a["result"]["structuredContent"]["memory"]["error"]["code"] == "store_not_found"
         for a in answers
     )
     assert server.stderr.decode().splitlines() == [
-        "lwc: LWC_FAULTS active: memory: delay:3 from then on"
+        f"lwc: LWC_FAULTS active: memory: delay:{delay} from then on"
     ]
 
 

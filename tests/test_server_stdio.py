@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 import trio
-from conftest import REPO, lwc_command
+from conftest import REPO, lwc_command, sdk_client
 from lwc_process import RawServer, call
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 pytestmark = pytest.mark.slow
 
@@ -56,13 +56,8 @@ def make_wiki(workspace: Path, env: dict[str, str], *, with_global: bool = False
 
 
 def client_for(workspace: Path, env: dict[str, str], *extra: str) -> Client:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "lwc_trio", "serve", "--mcp", "--path", str(workspace), *extra],
-        env=env,
-        cwd=str(workspace),
-    )
-    return Client(params)
+    """The SDK client for `lwc serve --mcp --path WORKSPACE EXTRA`, started in the workspace."""
+    return sdk_client(workspace, env, "--path", str(workspace), *extra)
 
 
 async def test_sdk_client_lists_the_tool_and_gets_guidance(
@@ -279,21 +274,6 @@ async def test_signal_exits_0_after_answering_in_flight(
     assert answer["result"]["structuredContent"]["memory"]["state"] == "unavailable"
     assert b"Traceback" not in server.stderr
     assert server.stderr.decode().startswith("lwc: LWC_FAULTS active")
-
-
-async def test_eof_with_requests_in_flight_answers_all(
-    workspace: Path, lwc_env: dict[str, str]
-) -> None:
-    """Closing stdin with ten calls in flight still delivers ten answers, then exit 0."""
-    env = {**lwc_env, "LWC_FAULTS": "memory=delay:0.3"}
-    async with trio.open_nursery() as nursery:
-        server = await RawServer.start(nursery, ["--path", str(workspace)], env, str(workspace))
-        for rid in range(10):
-            await server.send(call(rid, {"query": "x", "projectPath": str(workspace)}))
-        await server.close_stdin()
-        answers = await server.rest()
-        assert await server.wait() == 0
-    assert sorted(a["id"] for a in answers) == list(range(10))
 
 
 @pytest.mark.serial  # pings must answer within a bound during the hang: alone

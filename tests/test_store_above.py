@@ -9,12 +9,10 @@ which would create a second, empty Wiki. The server still reads nothing above it
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import REPO, lwc_command
+from conftest import REPO, lwc_command, sdk_client
 from conftest_memory import ask, new_store
-from mcp import Client, StdioServerParameters
 
 
 def test_engine_names_the_wiki_above_the_workspace(tmp_path: Path) -> None:
@@ -64,10 +62,7 @@ async def test_real_server_started_in_a_subdirectory(tmp_path: Path) -> None:
     """The real `lwc serve --mcp`, started the way a host starts a user-scope entry (cwd =
     a subdirectory, no --path), answers with the project's `--path`."""
     env, project, sub = _project_with_subdir(tmp_path)
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "lwc_trio", "serve", "--mcp"], env=env, cwd=str(sub)
-    )
-    async with Client(params) as client:
+    async with sdk_client(sub, env) as client:
         result = await client.call_tool("lwc_explore", {"query": "x", "projectPath": str(sub)})
     memory = result.structured_content["memory"]
     assert memory["error"]["code"] == "store_not_found"
