@@ -19,6 +19,7 @@ import trio
 import trio.testing
 from conftest_memory import new_store, page, put_pages
 
+from lwc_trio.actors.authorizer import PathChecks
 from lwc_trio.actors.explore import Explorer
 from lwc_trio.actors.planes import MEMORY_THREADS
 from lwc_trio.actors.supervisor import Services
@@ -43,8 +44,8 @@ def config(workspace: Path, home: Path) -> ServerConfig:
 
 
 @asynccontextmanager
-async def explorer(config: ServerConfig) -> AsyncIterator[Explorer]:
-    services = Services(config, FaultPlan())
+async def explorer(config: ServerConfig, faults: str = "") -> AsyncIterator[Explorer]:
+    services = Services(config, FaultPlan.from_env(faults))
     async with trio.open_nursery() as nursery:
         await nursery.start(services.run)
         yield services.explorer()
@@ -104,7 +105,7 @@ async def _calls(
 
     answers: dict[str, tuple[float, tuple[dict[str, Any], bool]]] = {}
     async with explorer(config) as plain:
-        ex = attrs.evolve(plain, check=check)
+        ex = attrs.evolve(plain, checks=PathChecks(config, rules=check))
 
         async def call(at: float, name: str, raw: str) -> None:
             await trio.sleep_until(at)
@@ -149,3 +150,73 @@ async def test_stuck_check_threads_are_replaced(
     assert all(_could_not_check(answers[f"hung{i}"][1]) for i in range(hung))
     assert answers["after"][0] == pytest.approx(5.0, abs=0.3)
     assert _found(answers["after"][1])
+
+
+def _lane_threads(prefix: str) -> int:
+    return sum(t.name.startswith(prefix) for t in threading.enumerate())
+
+
+async def test_a_scripted_hang_blocks_a_memory_lane_thread(
+    config: ServerConfig, clock: trio.testing.MockClock
+) -> None:
+    """`auth=hang` in mode `memory` hangs the check where production runs it, on the memory
+    lane, not on a separate authorizer lane; the call answers at 2 s."""
+    before = _lane_threads("lwc-auth")
+    arguments = {"query": "login tokens", "projectPath": str(config.workspace), "mode": "memory"}
+    async with explorer(config, "auth=hang*1") as ex:
+        assert ex.checked_memory
+        hung = await ex.run(arguments)
+        assert trio.current_time() == pytest.approx(config.auth_timeout, abs=0.3)
+        stuck = [t.name for t in threading.enumerate() if t.name.startswith("lwc-memory")]
+        assert stuck, "the hung check should hold a memory-lane thread"
+        after = await ex.run(arguments)
+        assert _lane_threads("lwc-auth") == before
+    assert _could_not_check(hung)
+    assert _found(after)
+
+
+def _memory_error(answer: tuple[dict[str, Any], bool]) -> str:
+    structured, _ = answer
+    assert structured["projectPath"], structured  # the path was checked and passed
+    code: str = structured["memory"]["error"]["code"]
+    return code
+
+
+@pytest.mark.parametrize(
+    ("fault", "code", "at"),
+    [
+        ("hang", "memory_timeout", 5.0),
+        ("raise", "memory_internal", 0.0),
+        ("garbage", "memory_bad_response", 0.0),
+        ("crash", "memory_crashed", 0.0),
+        ("delay:1", None, 1.0),
+    ],
+)
+async def test_memory_faults_on_the_checked_path(
+    config: ServerConfig,
+    clock: trio.testing.MockClock,
+    fault: str,
+    code: str | None,
+    at: float,
+) -> None:
+    """A memory fault in mode `memory` on the real engine: the path is checked first (a
+    refused path is the argument error at once), then the fault hits the search, which keeps
+    its own deadline; the next call is normal."""
+    ws = str(config.workspace)
+    arguments = {"query": "login tokens", "projectPath": ws, "mode": "memory"}
+    refused = {**arguments, "projectPath": str(config.home)}
+    async with explorer(config, f"memory={fault}*2") as ex:
+        outside = await ex.run(refused)
+        assert trio.current_time() == pytest.approx(0.0, abs=0.3)
+        started = trio.current_time()
+        faulty = await ex.run(arguments)
+        took = trio.current_time() - started
+        normal = await ex.run(arguments)
+    assert outside[1] is True
+    assert outside[0]["error"]["field"] == "projectPath"
+    assert took == pytest.approx(at, abs=0.3)
+    if code is None:
+        assert _found(faulty)
+    else:
+        assert _memory_error(faulty) == code
+    assert _found(normal)

@@ -1,13 +1,16 @@
-"""The authorizer actor: applies SPEC §3 to every projectPath, off the event loop.
+"""The path check (SPEC §3): the rules for each call, its faults, and the authorizer lane.
 
-Path checks stat the filesystem (which can block on a dead mount), so they run on the
-authorizer's own thread lane; the actor only moves jobs in and answers out. The caller
-bounds its wait (the pipeline's 2 s deadline) and, when it gives up, abandons its job: a
-check still running then is written off by the lane and its thread replaced, so a hung
-check occupies one thread and never the lane's capacity (SPEC §3).
+Every `lwc_explore` call draws one `PathCheck` from `PathChecks` as its path-check step
+starts: the rules bound to the workspace, with that call's `LWC_FAULTS` `auth=` entry
+applied (`hang` blocks a real lane thread, as a dead mount would, until the server stops;
+`raise` fails the check; `delay:S` starts it S seconds late). Whichever lane then runs it,
+the memory lane as the first half of a mode-`memory` search or the authorizer's own lane,
+runs the same check, so fault-injection runs take the path production takes.
 
-`LWC_FAULTS` `auth=` entries apply here: `hang` parks a real lane thread (as a dead mount
-would) until the server stops, `raise` fails the check, `delay:S` starts it S seconds late.
+Path checks stat the filesystem (which can block on a dead mount), so they run on a thread
+lane; the caller bounds its wait (the pipeline's 2 s deadline) and, when it gives up,
+abandons its job: a check still running then is written off by the lane and its thread
+replaced, so a hung check occupies one thread and never the lane's capacity (SPEC §3).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import trio
 from lwc_trio.actors.lanes import ThreadLane, open_lane
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import LaneClosed, PathRuleError
-from lwc_trio.faults import Fault, FaultPlan
+from lwc_trio.faults import FaultPlan
 from lwc_trio.paths import authorize_project_path
 
 log = logging.getLogger("lwc.authorizer")
@@ -39,9 +42,61 @@ the machine's cores only add contention for the interpreter lock."""
 REPLACE_AFTER: Final = 0.0
 """A check is abandoned only at its deadline: a thread still in it then is stuck."""
 
+Rules = Callable[[str], Path]
+"""SPEC §3 for one raw projectPath: the canonical directory, or `PathRuleError`."""
 
-def _could_not_check() -> PathRuleError:
+
+def could_not_check() -> PathRuleError:
     return PathRuleError("invalid_project_path", "projectPath could not be checked")
+
+
+@attrs.frozen
+class PathCheck:
+    """One call's path check: `rules` to run on a lane thread, `delay` seconds after its
+    deadline starts (an `auth=delay:S` fault; 0 otherwise)."""
+
+    rules: Rules
+    delay: float = 0.0
+
+
+@attrs.define(eq=False)
+class PathChecks:
+    """Hands each call its `PathCheck`, with the `auth=` fault script applied in call order."""
+
+    config: ServerConfig
+    faults: FaultPlan = attrs.field(factory=FaultPlan)
+    rules: Rules | None = None
+    """The rules without faults; by default `authorize_project_path` in the workspace."""
+    hung: threading.Event = attrs.field(factory=threading.Event)
+    """What `auth=hang` checks wait on; set as the services stop, so those threads end."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.rules is None:
+            self.rules = partial(
+                authorize_project_path, workspace=self.config.workspace, env=self.config.env
+            )
+
+    def draw(self) -> PathCheck:
+        """The next call's check (consumes one `auth=` fault, if any is scripted)."""
+        rules = self.rules
+        assert rules is not None
+        fault = self.faults.next("auth")
+        if fault is None:
+            return PathCheck(rules)
+        if fault.kind == "raise":
+            return PathCheck(_raising)
+        if fault.kind == "delay":
+            return PathCheck(rules, fault.delay)
+        return PathCheck(partial(_hanging, self.hung))
+
+
+def _raising(_: str) -> Path:
+    raise could_not_check()
+
+
+def _hanging(hung: threading.Event, _: str) -> Path:
+    hung.wait()  # a thread blocked for good, as on a dead mount
+    raise could_not_check()
 
 
 @attrs.define(eq=False)
@@ -49,6 +104,7 @@ class AuthJob:
     """One path check; `given_up` and `abandon` let the asker walk away at its deadline."""
 
     raw: str
+    rules: Rules
     reply: trio.MemorySendChannel[Path | PathRuleError]
     abandon: Callable[[], None] | None = None
     given_up: bool = False
@@ -56,64 +112,29 @@ class AuthJob:
 
 @attrs.define(eq=False)
 class Authorizer:
-    """Owns the path rules for one workspace."""
+    """Runs path checks that no plane runs for the caller (modes `code` and `all`)."""
 
-    config: ServerConfig
     inbox: trio.MemoryReceiveChannel[AuthJob]
-    faults: FaultPlan = attrs.field(factory=FaultPlan)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve jobs until cancelled."""
-        hung = threading.Event()  # what `auth=hang` threads wait on; set as the actor ends
-        try:
-            async with (
-                open_lane(
-                    "lwc-auth", THREADS, replace_after=REPLACE_AFTER, queue=MAILBOX_SIZE
-                ) as lane,
-                trio.open_nursery() as nursery,
-            ):
-                task_status.started()
-                while True:
-                    job = await self.inbox.receive()
-                    if job.given_up:
-                        continue
-                    fault = self.faults.next("auth")
-                    if fault is None:
-                        # Waits while the lane is full: the mailbox, then its senders, wait.
-                        await lane.wait_room()
-                        self._check(lane, job, authorize_project_path)
-                    else:
-                        nursery.start_soon(self._faulty, lane, job, fault, hung)
-        finally:
-            hung.set()
+        async with open_lane(
+            "lwc-auth", THREADS, replace_after=REPLACE_AFTER, queue=MAILBOX_SIZE
+        ) as lane:
+            task_status.started()
+            while True:
+                job = await self.inbox.receive()
+                # Waits while the lane is full: the mailbox, then its senders, wait.
+                await lane.wait_room()
+                self._check(lane, job)
 
-    def _check(self, lane: ThreadLane, job: AuthJob, check: Callable[..., Path]) -> None:
+    def _check(self, lane: ThreadLane, job: AuthJob) -> None:
         if job.given_up:
             return
         try:
-            job.abandon = lane.submit(
-                check, job.raw, self.config.workspace, self.config.env, done=partial(_reply, job)
-            )
+            job.abandon = lane.submit(job.rules, job.raw, done=partial(_reply, job))
         except LaneClosed:  # pragma: no cover - the lane closes only as run() ends
             job.reply.close()
-
-    async def _faulty(
-        self, lane: ThreadLane, job: AuthJob, fault: Fault, hung: threading.Event
-    ) -> None:
-        if fault.kind == "raise":
-            _send(job, _could_not_check())
-            return
-        if fault.kind == "delay":
-            await trio.sleep(fault.delay)
-            check: Callable[..., Path] = authorize_project_path
-        else:  # hang: a thread blocked for good, as on a dead mount
-
-            def check(*_: Any) -> Path:
-                hung.wait()
-                raise _could_not_check()
-
-        await lane.wait_room()
-        self._check(lane, job, check)
 
 
 def _reply(job: AuthJob, result: outcome.Outcome[Any]) -> None:
@@ -128,18 +149,14 @@ def _reply(job: AuthJob, result: outcome.Outcome[Any]) -> None:
         return
     except Exception:
         log.exception("path check failed")
-        answer = _could_not_check()
-    _send(job, answer)
-
-
-def _send(job: AuthJob, answer: Path | PathRuleError) -> None:
+        answer = could_not_check()
     # The request may have given up and closed its end; then nobody listens.
     with job.reply, contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
         job.reply.send_nowait(answer)
 
 
-async def authorize(mailbox: trio.MemorySendChannel[AuthJob], raw: str) -> Path:
-    """Ask the authorizer about `raw`; the caller sets the deadline.
+async def authorize(mailbox: trio.MemorySendChannel[AuthJob], raw: str, rules: Rules) -> Path:
+    """Run `rules(raw)` on the authorizer; the caller sets the deadline.
 
     However the wait ends (answer, deadline, cancellation), a job still waiting or running
     is abandoned, so the authorizer never works for a caller that has gone.
@@ -148,7 +165,7 @@ async def authorize(mailbox: trio.MemorySendChannel[AuthJob], raw: str) -> Path:
         PathRuleError: the path broke a rule (code says which), or it could not be checked.
     """
     reply_send, reply_recv = trio.open_memory_channel[Path | PathRuleError](1)
-    job = AuthJob(raw, reply_send)
+    job = AuthJob(raw, rules, reply_send)
     answer: Path | PathRuleError | None = None
     try:
         async with reply_recv:

@@ -6,7 +6,9 @@ set here, in one place, from the configuration:
 
 1. the workspace refusal (SPEC §1: a default workspace that is a prohibited root);
 2. argument rules, in SPEC §2 order (sans-IO, plus each requested plane's own rules);
-3. the path check on the authorizer, under `auth_timeout` (2 s);
+3. the path check (`PathChecks.draw()`: the rules, with any `auth=` fault) under
+   `auth_timeout` (2 s): in mode `memory` on the memory lane as the first half of the
+   search job (`CheckedQuery`), else on the authorizer's lane;
 4. the requested planes, each under its own deadline, both at once in mode `all`;
 5. the result object in its fixed key order.
 """
@@ -14,15 +16,14 @@ set here, in one place, from the configuration:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 import trio
 
-from lwc_trio.actors.authorizer import AuthJob, authorize
+from lwc_trio.actors.authorizer import AuthJob, PathChecks, Rules, authorize
 from lwc_trio.actors.planes import (
     Checked,
     PathRefused,
@@ -33,7 +34,6 @@ from lwc_trio.actors.planes import (
 )
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import ArgumentError, PathRuleError
-from lwc_trio.paths import authorize_project_path
 from lwc_trio.protocol import jsonrpc, session
 from lwc_trio.protocol.arguments import ExploreArgs, validate
 from lwc_trio.protocol.explore_result import NOT_REQUESTED, build_result, tool_response, tool_result
@@ -57,17 +57,15 @@ def _unchecked(timeout: float) -> ArgumentError:
 
 @attrs.define(eq=False)
 class Explorer:
-    """Runs `lwc_explore` calls against the shared services (authorizer and planes)."""
+    """Runs `lwc_explore` calls against the shared services (path checks and planes)."""
 
     config: ServerConfig
     auth: trio.MemorySendChannel[AuthJob]
     planes: Mapping[PlaneName, PlaneClient]
+    checks: PathChecks
     checked_memory: bool = False
-    """Mode `memory` sends the path check to the memory plane as the first step of its
-    search (`CheckedQuery`): only with the real memory engine and no faults scripted."""
-    check: Callable[[str], Path] | None = None
-    """The path rules for `checked_memory`; by default `authorize_project_path` in the
-    configured workspace."""
+    """The memory engine runs a call's path check as the first step of its search
+    (`CheckedQuery`): the real engine does, faults or not; scripted test engines do not."""
 
     async def call(self, call: session.ToolCall) -> bytes:
         """Run one `tools/call`; returns its JSON-RPC response, encoded (no newline).
@@ -91,9 +89,17 @@ class Explorer:
         """The structured content for `arguments` and its `isError` flag."""
         try:
             args, wanted = self._check(arguments)
+            check = self.checks.draw()
+            timeout = self.config.auth_timeout
+            if check.delay:  # an `auth=delay:S` fault: the check starts late, same deadline
+                if check.delay >= timeout:
+                    await trio.sleep(timeout)
+                    raise _unchecked(timeout)
+                await trio.sleep(check.delay)
+                timeout -= check.delay
             if self.checked_memory and args.mode == "memory":
-                return await self._memory_checked(args)
-            project = await self._authorize(args.projectPath)
+                return await self._memory_checked(args, check.rules, timeout)
+            project = await self._authorize(args.projectPath, check.rules, timeout)
         except ArgumentError as err:
             return err.to_json(), True
         answers = await self._ask(wanted, args, project)
@@ -125,29 +131,27 @@ class Explorer:
             )
         return args, wanted
 
-    async def _authorize(self, raw: str) -> Path:
-        """SPEC §3 on the authorizer, under the check's deadline; raises `ArgumentError`."""
-        timeout = self.config.auth_timeout
+    async def _authorize(self, raw: str, rules: Rules, budget: float) -> Path:
+        """SPEC §3 on the authorizer, under what is left of the check's deadline; raises
+        `ArgumentError`."""
         try:
-            with trio.move_on_after(timeout):
-                return await authorize(self.auth, raw)
+            with trio.move_on_after(budget):
+                return await authorize(self.auth, raw, rules)
         except PathRuleError as exc:
             raise ArgumentError(exc.code, exc.message, "projectPath") from None
-        raise _unchecked(timeout)
+        raise _unchecked(self.config.auth_timeout)
 
-    async def _memory_checked(self, args: ExploreArgs) -> tuple[dict[str, Any], bool]:
+    async def _memory_checked(
+        self, args: ExploreArgs, rules: Rules, budget: float
+    ) -> tuple[dict[str, Any], bool]:
         """Mode `memory` as one memory-plane job: path check, then search (`CheckedQuery`).
 
         Raises `ArgumentError` when the path is refused or its check did not end in time.
-        When the plane fails before it can say how the check went (a crash, a fault), the
-        path is checked again on the authorizer, so the answer is what the two-step
-        pipeline gives.
+        When the plane fails before it can say how the check went (a crash), the same
+        check runs on the authorizer, so the answer is what the two-step pipeline gives.
         """
         plane = self.planes["memory"]
-        check = self.check or partial(
-            authorize_project_path, workspace=self.config.workspace, env=self.config.env
-        )
-        answer, ms = await plane.ask_checked(args, args.projectPath, self.config, check)
+        answer, ms = await plane.ask_checked(args, args.projectPath, self.config, rules, budget)
         if isinstance(answer, PathRefused):
             if answer.error is None:
                 raise _unchecked(self.config.auth_timeout)
@@ -155,7 +159,7 @@ class Explorer:
         if isinstance(answer, Checked):
             project, body = answer.project, checked_object("memory", answer.body)
         else:
-            project = await self._authorize(args.projectPath)
+            project = await self._authorize(args.projectPath, rules, budget)
             body = checked_object("memory", answer)
         return build_result(args, str(project), body, dict(NOT_REQUESTED), ms, None)
 

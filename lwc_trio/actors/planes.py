@@ -111,9 +111,13 @@ class PlaneWorker:
     async def _serve(self, job: PlaneJob, engine: Engine, fault: Fault | None) -> None:
         async with job.reply:
             answer: Any = None
+            checked = _Found()
             with job.scope:
                 try:
-                    answer = await self._answer(job.payload, engine, fault)
+                    if isinstance(job.payload, CheckedQuery) and fault is not None:
+                        answer = await self._checked_fault(job, engine, fault, checked)
+                    else:
+                        answer = await self._answer(job.payload, engine, fault)
                 except Exception as exc:
                     log.warning("%s plane failed: %r", self.plane, exc)
                     answer = plane_error(
@@ -122,9 +126,26 @@ class PlaneWorker:
                     )
             if job.scope.cancelled_caught:
                 answer = _timeout(self.plane)
+            if checked.project is not None and not isinstance(answer, Checked):
+                answer = Checked(checked.project, answer)  # the path passed; the search did not
             # The request may have given up first; then nobody is waiting.
             with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
                 job.reply.send_nowait(answer)
+
+    async def _checked_fault(
+        self, job: PlaneJob, engine: Engine, fault: Fault, checked: _Found
+    ) -> Any:
+        """A `CheckedQuery` with a fault scripted for its search: the same path check on the
+        same lane (a job of its own), then the fault where the search would start, then the
+        search under the deadline it has without a fault (`memory_timeout` from the check's
+        end)."""
+        query: CheckedQuery = job.payload
+        first = await engine(attrs.evolve(query, search=False))
+        if not isinstance(first, Checked):
+            return first  # refused, or no thread in time: what the fused job would answer
+        checked.project = first.project
+        job.scope.deadline = trio.current_time() + query.memory_timeout
+        return await self._answer(query.build(first.project), engine, fault)
 
     async def _answer(self, payload: Any, engine: Engine, fault: Fault | None) -> Any:
         if fault is not None:
@@ -197,6 +218,10 @@ def _crashed(plane: str) -> dict[str, Any]:
 class CheckedQuery:
     """A memory search whose projectPath is not checked yet (mode `memory`, real engine).
 
+    The only way mode `memory` reaches the real engine, with or without `LWC_FAULTS`: an
+    `auth=` fault is in `check` (or, for `delay:S`, already waited out), and a memory fault
+    is applied by the worker between the check and the search (`_checked_fault`).
+
     The memory engine runs the path check (SPEC §3) and the search as one job on one
     lane thread: one hand-off to a thread and one back per call instead of two of each,
     which cost more than the check itself (docs/benchmarks.md). Both deadlines still
@@ -211,6 +236,15 @@ class CheckedQuery:
     """The `MemoryQuery` for the canonical project directory."""
     auth_timeout: float
     memory_timeout: float
+    search: bool = True
+    """False: the path check alone (its answer is `Checked` with no body)."""
+
+
+@attrs.define(eq=False)
+class _Found:
+    """The project a `CheckedQuery`'s check found, once it has passed."""
+
+    project: Path | None = None
 
 
 @attrs.frozen
@@ -254,6 +288,8 @@ def _checked_search(
             PathRuleError("invalid_project_path", "projectPath could not be checked")
         )
     clock.ended = time.perf_counter()
+    if not query.search:
+        return Checked(project, None)
     return Checked(project, explore_memory(query.build(project), cancelled=cancelled))
 
 
@@ -396,21 +432,27 @@ class PlaneClient:
         return PlaneAnswer(body, round((trio.current_time() - started) * 1000))
 
     async def ask_checked(
-        self, args: ExploreArgs, raw: str, config: ServerConfig, check: Callable[[str], Path]
+        self,
+        args: ExploreArgs,
+        raw: str,
+        config: ServerConfig,
+        check: Callable[[str], Path],
+        auth_timeout: float,
     ) -> tuple[Checked | PathRefused | PlaneObject, int]:
         """Send a `CheckedQuery` (the memory plane's real engine only); the answer and ms.
 
-        The plane's own outer deadline covers both steps; the engine applies each one.
+        `auth_timeout` is what is left of the check's deadline. The plane's own outer
+        deadline covers both steps; the engine (or, with a fault, the worker) applies each.
         """
         query = CheckedQuery(
             raw,
             check,
             lambda project: self.build(args, project, config),
-            config.auth_timeout,
+            auth_timeout,
             self.timeout,
         )
         started = trio.current_time()
-        deadline = started + config.auth_timeout + self.timeout
+        deadline = started + auth_timeout + self.timeout
         answer = await ask_raw(self.mailbox, self.name, query, deadline)
         return answer, round((trio.current_time() - started) * 1000)
 

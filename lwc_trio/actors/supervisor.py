@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-from lwc_trio.actors.authorizer import AuthJob, Authorizer
+from lwc_trio.actors.authorizer import AuthJob, Authorizer, PathChecks
 from lwc_trio.actors.explore import Explorer
 from lwc_trio.actors.planes import (
     MAILBOX_SIZE,
@@ -62,22 +62,27 @@ class Services:
         self.memory_send, self._memory_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
         self.code_send, self._code_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
         self.auth_send, self._auth_recv = trio.open_memory_channel[AuthJob](MAILBOX_SIZE)
+        self.checks = PathChecks(config, faults)
 
     def explorer(self) -> Explorer:
         """The explore pipeline over these services."""
         planes = plane_clients(self.config, self.memory_send, self.code_send)
-        # The path check joins the memory search only on the real engine (scripted fakes do
-        # not check paths) and only with no faults scripted, whose per-call order it keeps.
-        checked = self._real_memory and not self.faults.active
-        return Explorer(self.config, self.auth_send, planes, checked_memory=checked)
+        # The real memory engine runs the path check as the first step of a mode-`memory`
+        # search, faults or not; scripted engines (tests) do not check paths.
+        return Explorer(
+            self.config, self.auth_send, planes, self.checks, checked_memory=self._real_memory
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the authorizer and both plane workers; run until cancelled."""
-        async with trio.open_nursery() as nursery:
-            await nursery.start(Authorizer(self.config, self._auth_recv, self.faults).run)
-            await nursery.start(self._supervise, "memory", self._memory_recv)
-            await nursery.start(self._supervise, "code", self._code_recv)
-            task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(Authorizer(self._auth_recv).run)
+                await nursery.start(self._supervise, "memory", self._memory_recv)
+                await nursery.start(self._supervise, "code", self._code_recv)
+                task_status.started()
+        finally:
+            self.checks.hung.set()  # `auth=hang` threads end with the services
 
     async def _supervise(
         self,
