@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 import trio
 import trio.testing
 
+from lwc_trio.actors import authorizer
 from lwc_trio.actors.stdio import serve_stdio
 from lwc_trio.config import ServerConfig
 from lwc_trio.faults import FaultPlan
@@ -52,6 +54,7 @@ class Harness:
     order: list[Any] = attrs.field(factory=list)
     exit_code: int | None = None
     exited_at: float | None = None
+    _arrival: trio.Event = attrs.field(factory=trio.Event)
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.to_server.send_all(json.dumps(message).encode() + b"\n")
@@ -81,6 +84,13 @@ class Harness:
                 message = json.loads(line)
                 self.answers[message["id"]] = (trio.current_time(), message)
                 self.order.append(message["id"])
+                self._arrival.set()
+                self._arrival = trio.Event()
+
+    async def answered(self, *rids: Any) -> None:
+        """Wait (in real time: no virtual time passes) until each of `rids` is answered."""
+        while not all(rid in self.answers for rid in rids):
+            await self._arrival.wait()
 
     def structured(self, rid: Any) -> dict[str, Any]:
         content: dict[str, Any] = self.answers[rid][1]["result"]["structuredContent"]
@@ -515,25 +525,51 @@ async def test_stalled_writer_loses_no_answer(
     assert exit_code == [0]
 
 
-# The path checks run in a real thread: when that thread is slow (a loaded machine), every
-# task is blocked and the autojump clock jumps to the hung call's 2 s deadline. Alone, it isn't.
-@pytest.mark.serial
+# The path checks below run in real threads, so these tests keep the clock themselves
+# (`mock_clock`: virtual time moves only when the test jumps it). On the autojump clock a
+# slow check thread left every task blocked and the clock jumped to the hung call's deadline.
+
+
+async def _step(clock: trio.testing.MockClock, to: float) -> None:
+    """Let every task reach its next wait, then move virtual time to `to`."""
+    await trio.testing.wait_all_tasks_blocked()
+    clock.jump(to - trio.current_time())
+    await trio.testing.wait_all_tasks_blocked()
+
+
+@pytest.mark.parametrize("slow", [False, True])
 async def test_hung_path_check_answers_at_its_deadline(
-    config: ServerConfig, clock: trio.testing.MockClock
+    config: ServerConfig,
+    mock_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    slow: bool,
 ) -> None:
-    """auth=hang: that call gets invalid_project_path at 2 s; a ping and the next call don't wait."""
+    """auth=hang: that call gets invalid_project_path at 2 s; a ping and the next call don't
+    wait, however long the next call's check thread takes in real time (`slow`: 0.1 s, as on
+    a loaded machine)."""
+    if slow:
+        rules = authorizer.authorize_project_path
+
+        def slow_rules(*args: Any, **kwargs: Any) -> Path:
+            time.sleep(0.1)
+            return rules(*args, **kwargs)
+
+        monkeypatch.setattr(authorizer, "authorize_project_path", slow_rules)
     async with running(config, faults="auth=hang*1") as h:
         await h.call(1)
-        await trio.sleep(0.5)
+        await _step(mock_clock, 0.5)
         await h.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
         await h.call(2)
-        await trio.sleep(5)
+        await h.answered("p", 2)
+        assert 1 not in h.answers
+        await _step(mock_clock, config.auth_timeout)
+        await h.answered(1)
         await h.to_server.aclose()
-    assert h.answers["p"][0] == pytest.approx(0.5)
-    assert h.answers[2][0] == pytest.approx(0.5)
+    assert h.answers["p"][0] == 0.5
+    assert h.answers[2][0] == 0.5
     assert h.structured(2)["memory"] == MEMORY_READY
     at, message = h.answers[1]
-    assert at == pytest.approx(config.auth_timeout)
+    assert at == config.auth_timeout
     assert message["result"]["isError"] is True
     assert h.structured(1)["error"] == {
         "code": "invalid_project_path",
@@ -543,19 +579,22 @@ async def test_hung_path_check_answers_at_its_deadline(
 
 
 async def test_hung_checks_do_not_use_up_the_authorizer(
-    config: ServerConfig, clock: trio.testing.MockClock
+    config: ServerConfig, mock_clock: trio.testing.MockClock
 ) -> None:
     """Four checks hang one after another; each thread is replaced, later calls still pass."""
     async with running(config, faults="auth=hang*4") as h:
         for rid in range(4):
             await h.call(rid)
-            await trio.sleep(3)
+            await _step(mock_clock, 3.0 * rid + config.auth_timeout)
+            await h.answered(rid)
+            await _step(mock_clock, 3.0 * (rid + 1))
         await h.call(9)
-        await trio.sleep(1)
+        await h.answered(9)
         await h.to_server.aclose()
     for rid in range(4):
+        assert h.answers[rid][0] == 3.0 * rid + config.auth_timeout
         assert h.structured(rid)["error"]["code"] == "invalid_project_path"
-    assert h.answers[9][0] == pytest.approx(12.0)
+    assert h.answers[9][0] == 12.0
     assert h.structured(9)["memory"] == MEMORY_READY
 
 
@@ -569,7 +608,7 @@ async def test_hung_checks_do_not_use_up_the_authorizer(
 )
 async def test_auth_faults(
     config: ServerConfig,
-    clock: trio.testing.MockClock,
+    mock_clock: trio.testing.MockClock,
     fault: str,
     at: float,
     error: str | None,
@@ -577,9 +616,11 @@ async def test_auth_faults(
     """auth=raise fails the check at once; delay:S answers normally, or at 2 s when S >= 2."""
     async with running(config, faults=f"auth={fault}") as h:
         await h.call(1)
-        await trio.sleep(5)
+        if at:
+            await _step(mock_clock, at)
+        await h.answered(1)
         await h.to_server.aclose()
-    assert h.answers[1][0] == pytest.approx(at, abs=0.03)
+    assert h.answers[1][0] == at
     result = h.structured(1)
     if error is None:
         assert result["memory"] == MEMORY_READY
