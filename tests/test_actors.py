@@ -16,10 +16,10 @@ import pytest
 import trio
 import trio.testing
 
-from lwc_trio.actors import authorizer
 from lwc_trio.actors.stdio import serve_stdio
 from lwc_trio.config import ServerConfig
 from lwc_trio.faults import FaultPlan
+from lwc_trio.paths import authorize_project_path
 
 MEMORY_READY = {"state": "ready", "stores": [], "results": [], "pages": [], "graph": []}
 CODE_READY = {"state": "ready", "text": "**`a.py`**", "truncated": False, "files": ["a.py"]}
@@ -548,13 +548,12 @@ async def test_hung_path_check_answers_at_its_deadline(
     wait, however long the next call's check thread takes in real time (`slow`: 0.1 s, as on
     a loaded machine)."""
     if slow:
-        rules = authorizer.authorize_project_path
 
         def slow_rules(*args: Any, **kwargs: Any) -> Path:
             time.sleep(0.1)
-            return rules(*args, **kwargs)
+            return authorize_project_path(*args, **kwargs)
 
-        monkeypatch.setattr(authorizer, "authorize_project_path", slow_rules)
+        monkeypatch.setattr("lwc_trio.actors.authorizer.authorize_project_path", slow_rules)
     async with running(config, faults="auth=hang*1") as h:
         await h.call(1)
         await _step(mock_clock, 0.5)
