@@ -428,14 +428,13 @@ async def test_writer_joins_queued_answers_into_one_write() -> None:
     from lwc_trio.actors.stdio import StdoutWriter
 
     stream = _RecordingStream()
-    send, recv = trio.open_memory_channel[bytes](64)
-    urgent_send, urgent_recv = trio.open_memory_channel[bytes](0)
-    urgent_send.close()
+    writer = StdoutWriter(stream)
+    writer.urgent.close()
     lines = [f'{{"id":{i}}}\n'.encode() for i in range(50)]
     for line in lines:
-        send.send_nowait(line)
-    send.close()
-    await StdoutWriter(stream, recv, urgent_recv).run()
+        await writer.outbox.send(line)
+    writer.outbox.close()
+    await writer.run()
     assert b"".join(stream.writes) == b"".join(lines)
     assert len(stream.writes) == 1
 
@@ -445,9 +444,8 @@ async def test_a_ping_reply_skips_queued_tool_answers() -> None:
     from lwc_trio.actors.stdio import StdoutWriter
 
     stream = _StalledStream()
-    send, recv = trio.open_memory_channel[bytes](0)
-    urgent_send, urgent_recv = trio.open_memory_channel[bytes](0)
-    writer = StdoutWriter(stream, recv, urgent_recv)
+    writer = StdoutWriter(stream)
+    send, urgent_send = writer.outbox, writer.urgent
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
         async with send, urgent_send:

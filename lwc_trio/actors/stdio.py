@@ -64,6 +64,12 @@ class CallQueue:
     explorer: Explorer
     max_in_flight: int
     _pending: dict[_Key, list[Pending]] = attrs.field(factory=dict)
+    _running: (
+        tuple[trio.Nursery, trio.Semaphore, Inlet, trio.MemoryReceiveChannel[Pending]] | None
+    ) = None
+    """Where `run()` starts calls, once it runs."""
+    _holding: bool = False
+    """`run()` has taken a call off the queue and waits for a slot for it."""
 
     def notify(self, note: jsonrpc.Notification) -> None:
         """Handle a notification (only cancellation does anything)."""
@@ -90,7 +96,7 @@ class CallQueue:
     async def run(
         self,
         calls: trio.MemoryReceiveChannel[Pending],
-        outbox: trio.MemorySendChannel[bytes],
+        outbox: Inlet,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -100,17 +106,33 @@ class CallQueue:
         """
         slots = trio.Semaphore(self.max_in_flight)
         async with outbox, calls, trio.open_nursery() as nursery:
+            self._running = (nursery, slots, outbox, calls)
             task_status.started()
             async for pending in calls:
                 if pending.scope.cancel_called:
                     self._forget(pending)
                     continue
+                self._holding = True
                 await slots.acquire()
+                self._holding = False
                 nursery.start_soon(self._run_one, pending, outbox, slots)
 
-    async def _run_one(
-        self, pending: Pending, outbox: trio.MemorySendChannel[bytes], slots: trio.Semaphore
-    ) -> None:
+    def start_now(self, pending: Pending) -> bool:
+        """Start `pending` at once when a slot is free and no call is queued before it
+        (then it need not pass through the queue); False: queue it."""
+        if self._running is None or self._holding:
+            return False
+        nursery, slots, outbox, calls = self._running
+        if calls.statistics().current_buffer_used:
+            return False
+        try:
+            slots.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        nursery.start_soon(self._run_one, pending, outbox, slots)
+        return True
+
+    async def _run_one(self, pending: Pending, outbox: Inlet, slots: trio.Semaphore) -> None:
         try:
             with pending.scope:
                 response = await self.explorer.call(pending.call)
@@ -132,8 +154,8 @@ class StdioReader:
     queue: CallQueue
     version: str
     calls: trio.MemorySendChannel[Pending]
-    urgent: trio.MemorySendChannel[bytes]
-    """The writer's mailbox for replies that need no plane (they skip queued answers)."""
+    urgent: Inlet
+    """The writer's inlet for replies that need no plane (they skip queued answers)."""
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     """Cancelled on SIGINT/SIGTERM: reading stops, what was read is still served."""
     input_over: trio.Event = attrs.field(factory=trio.Event)
@@ -168,8 +190,9 @@ class StdioReader:
             answer = session.answer(message, self.version)
             if isinstance(answer, session.ToolCall):
                 pending = self.queue.register(answer)
-                # Blocks only when the queue is full: reading pauses, nothing is dropped.
-                await self.calls.send(pending)
+                if not self.queue.start_now(pending):
+                    # Blocks only when the queue is full: reading pauses, nothing is dropped.
+                    await self.calls.send(pending)
             else:
                 await self._send(answer)
 
@@ -182,71 +205,102 @@ class StdioReader:
 
 
 @attrs.define(eq=False)
+class Inlet:
+    """A producer's way into one of the writer's queues, used like a memory channel's send
+    side: `send()` waits while the queue holds `OUTBOX_SIZE` lines, and raises
+    `trio.BrokenResourceError` once stdout is gone; closing says this producer is done."""
+
+    _writer: StdoutWriter
+    _queue: collections.deque[bytes]
+    _closed: bool = False
+
+    async def send(self, data: bytes) -> None:
+        """Queue one line (its newline included) for the next write."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise trio.ClosedResourceError("this inlet is closed")
+        writer = self._writer
+        while True:
+            if writer.over:
+                raise trio.BrokenResourceError("stdout is gone")
+            if len(self._queue) < OUTBOX_SIZE:
+                break
+            await writer.room.park()
+        self._queue.append(data)
+        writer.ready.unpark()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._writer.producer_done()
+
+    async def aclose(self) -> None:
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> Inlet:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.close()
+
+
+@attrs.define(eq=False)
 class StdoutWriter:
     """The only writer of protocol stdout.
 
-    Two mailboxes feed it: `urgent` (replies the reader gives at once: ping, initialize,
+    Two inlets feed it: `urgent` (replies the reader gives at once: ping, initialize,
     tools/list, protocol errors) and `outbox` (tool answers, often tens of KB each). Each
     write takes every urgent reply first, so a ping is never queued behind megabytes of
-    search results while a burst is being written; within each mailbox order is kept.
-    Both stay bounded: a mailbox's forwarder holds at most `OUTBOX_SIZE` messages.
+    search results while a burst is being written; within each inlet order is kept. Both
+    stay bounded: each queue holds at most `OUTBOX_SIZE` lines, and a producer waits for
+    room. Producers append to the queues themselves: no task in between.
     """
 
     stream: trio.abc.SendStream
-    outbox: trio.MemoryReceiveChannel[bytes]
-    urgent: trio.MemoryReceiveChannel[bytes]
     gone: trio.Event = attrs.field(factory=trio.Event)
     """Set when stdout broke (the host closed its end)."""
+    over: bool = False
+    """No more writes: stdout broke, or every producer is done and all is written."""
+    ready: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+    room: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
     _queues: tuple[collections.deque[bytes], collections.deque[bytes]] = attrs.field(
         factory=lambda: (collections.deque(), collections.deque())
     )
-    _ready: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
-    _room: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
     _open: int = 2
+    urgent: Inlet = attrs.field(init=False)
+    outbox: Inlet = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.urgent = Inlet(self, self._queues[0])
+        self.outbox = Inlet(self, self._queues[1])
+
+    def producer_done(self) -> None:
+        self._open -= 1
+        self.ready.unpark()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Write every queued message until all producers have closed both mailboxes."""
+        """Write every queued line until both inlets are closed and nothing is left."""
         urgent, normal = self._queues
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._forward, self.urgent, urgent)
-            nursery.start_soon(self._forward, self.outbox, normal)
-            task_status.started()
-            try:
-                while urgent or normal or self._open:
-                    if not (urgent or normal):
-                        await self._ready.park()
-                        continue
-                    batch = self._batch()
-                    self._room.unpark_all()
-                    await self.stream.send_all(batch)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.gone.set()
-            except OSError as exc:
-                if exc.errno not in (errno.EPIPE, errno.EBADF, errno.ECONNRESET):
-                    raise
-                self.gone.set()
-            # Producers blocked on a full mailbox learn that nobody reads any more.
-            nursery.cancel_scope.cancel()
-            for channel in (self.urgent, self.outbox):
-                channel.close()
-
-    async def _forward(
-        self, channel: trio.MemoryReceiveChannel[bytes], queue: collections.deque[bytes]
-    ) -> None:
-        async with channel:
-            async for data in channel:
-                while len(queue) >= OUTBOX_SIZE:
-                    await self._room.park()
-                queue.append(data)
-                # Take whatever else is waiting before waking the writer: one write for all.
-                while len(queue) < OUTBOX_SIZE:
-                    try:
-                        queue.append(channel.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                self._ready.unpark()
-        self._open -= 1
-        self._ready.unpark()
+        task_status.started()
+        try:
+            while urgent or normal or self._open:
+                if not (urgent or normal):
+                    await self.ready.park()
+                    continue
+                batch = self._batch()
+                self.room.unpark_all()
+                await self.stream.send_all(batch)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.gone.set()
+        except OSError as exc:
+            if exc.errno not in (errno.EPIPE, errno.EBADF, errno.ECONNRESET):
+                raise
+            self.gone.set()
+        finally:
+            # Producers waiting for room learn that nobody reads any more.
+            self.over = True
+            self.room.unpark_all()
 
     def _batch(self) -> bytes:
         # Urgent replies first, then tool answers, up to about WRITE_BATCH bytes: under a
@@ -280,17 +334,15 @@ async def serve_stdio(
         services = Services(config, faults, engines)
         queue = CallQueue(services.explorer(), config.max_in_flight)
         calls_send, calls_recv = trio.open_memory_channel[Pending](config.queue_size)
-        outbox_send, outbox_recv = trio.open_memory_channel[bytes](0)
-        urgent_send, urgent_recv = trio.open_memory_channel[bytes](0)
-        reader = StdioReader(stdin, queue, config.version, calls_send, urgent_send)
-        writer = StdoutWriter(stdout, outbox_recv, urgent_recv)
+        writer = StdoutWriter(stdout)
+        reader = StdioReader(stdin, queue, config.version, calls_send, writer.urgent)
         async with trio.open_nursery() as outer:
             async with trio.open_nursery() as session:
                 outer.start_soon(_on_signals, signals, reader, session.cancel_scope, config.grace)
                 outer.start_soon(_on_output_gone, writer, session.cancel_scope)
                 await outer.start(services.run)
                 await session.start(writer.run)
-                await session.start(queue.run, calls_recv, outbox_send)
+                await session.start(queue.run, calls_recv, writer.outbox)
                 await session.start(reader.run)
             outer.cancel_scope.cancel()
     if writer.gone.is_set() and not reader.input_over.is_set():

@@ -7,11 +7,10 @@ The text block is the same object as compact JSON with `ensure_ascii=False`.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 from lwc_trio.protocol.arguments import ExploreArgs
-from lwc_trio.protocol.jsonrpc import finite
+from lwc_trio.protocol.jsonrpc import to_bytes
 
 NOT_REQUESTED: Final = {"state": "not_requested"}
 
@@ -133,21 +132,14 @@ def build_result(
     return out, is_error
 
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-"""Built once: `json.dumps` with these options builds an encoder per call."""
-
-
 def dumps(obj: Any) -> str:
-    """Compact strict JSON, non-ASCII kept as is (the text block's form).
+    """Compact strict JSON, non-ASCII kept as is (the text block's form); see `to_bytes`.
 
     Never writes `NaN` or `Infinity` (RFC 8259 has neither; Node's `JSON.parse` rejects the
     whole line): the planes refuse non-finite numbers, and should one slip through anyway it
     is written as `null`.
     """
-    try:
-        return _ENCODER.encode(obj)
-    except ValueError:
-        return _ENCODER.encode(finite(obj))
+    return to_bytes(obj).decode()
 
 
 def tool_result(structured: dict[str, Any], is_error: bool) -> dict[str, Any]:
@@ -219,11 +211,11 @@ def quoted_json(text: bytes) -> bytes:
 
 
 def _tool_line(request_id: Any, structured: dict[str, Any], is_error: bool) -> bytes:
-    text = dumps(structured).encode()
+    text = to_bytes(structured)
     return b"".join(
         (
             b'{"jsonrpc":"2.0","id":',
-            dumps(request_id).encode(),
+            to_bytes(request_id),
             b',"result":{"content":[{"type":"text","text":',
             quoted_json(text),
             b'}],"structuredContent":',
