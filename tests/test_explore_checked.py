@@ -220,3 +220,29 @@ async def test_memory_faults_on_the_checked_path(
     else:
         assert _memory_error(faulty) == code
     assert _found(normal)
+
+
+@pytest.mark.parametrize(
+    ("query", "refused"),
+    [
+        (" ".join(f"w{i}" for i in range(64)), False),
+        (" ".join(f"w{i}" for i in range(65)), True),
+        (" ".join(["same"] * 200), False),  # 200 runs, one term: the stemmer decides
+        (" ".join(f"wé{i}" for i in range(65)), True),  # not ASCII: always the stemmer
+        (" ".join(f"w{i}" for i in range(60)) + " the of and to a in", False),  # stop words
+    ],
+)
+def test_memory_term_limit(query: str, refused: bool) -> None:
+    """More than 64 distinct search terms is `invalid_query`; repeats and stop words do not
+    count (the run-count shortcut never refuses on its own)."""
+    from lwc_trio.actors.planes import check_memory_arguments
+    from lwc_trio.exceptions import ArgumentError
+    from lwc_trio.protocol.arguments import validate
+
+    args = validate({"query": query, "projectPath": "/x"})
+    if refused:
+        with pytest.raises(ArgumentError) as err:
+            check_memory_arguments(args)
+        assert err.value.code == "invalid_query"
+    else:
+        check_memory_arguments(args)

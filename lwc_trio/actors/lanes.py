@@ -140,6 +140,11 @@ class ThreadLane:
         """Threads that count toward the lane's capacity now."""
         return len(self._workers)
 
+    @property
+    def has_room(self) -> bool:
+        """Whether one more job fits now (`wait_room()` would not wait)."""
+        return self._outstanding < self._limit or self._closed
+
     # -- the loop side ------------------------------------------------------------------
 
     async def wait_room(self) -> None:
