@@ -595,6 +595,36 @@ async def test_hung_checks_do_not_use_up_the_authorizer(
     assert h.structured(9)["memory"] == MEMORY_READY
 
 
+async def test_fault_scripts_count_calls_in_arrival_order(
+    config: ServerConfig, mock_clock: trio.testing.MockClock
+) -> None:
+    """Calls that arrive in one read take their `auth=` entries in the order they arrived,
+    though each runs in its own task (and trio runs new tasks in no promised order)."""
+    faults = ";".join(["auth=raise*1;auth=delay:0*1"] * 10)
+    async with running(
+        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults=faults
+    ) as h:
+        arguments = {"query": "q", "projectPath": h.project, "mode": "memory"}
+        await h.to_server.send_all(
+            b"".join(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "method": "tools/call",
+                        "params": {"name": "lwc_explore", "arguments": arguments},
+                    }
+                ).encode()
+                + b"\n"
+                for rid in range(20)
+            )
+        )
+        await h.answered(*range(20))
+        await h.to_server.aclose()
+    refused = [rid for rid in range(20) if h.answers[rid][1]["result"]["isError"]]
+    assert refused == list(range(0, 20, 2))
+
+
 @pytest.mark.parametrize(
     ("fault", "at", "error"),
     [

@@ -190,7 +190,13 @@ class StdioReader:
             answer = session.answer(message, self.version)
             if isinstance(answer, session.ToolCall):
                 pending = self.queue.register(answer)
-                if not self.queue.start_now(pending):
+                if self.queue.start_now(pending):
+                    # The call's task runs up to its first wait (where it takes its place in
+                    # the fault scripts and in a plane's mailbox) before the next frame can
+                    # start another: calls keep their arrival order, whatever order trio
+                    # runs new tasks in.
+                    await trio.lowlevel.checkpoint()
+                else:
                     # Blocks only when the queue is full: reading pauses, nothing is dropped.
                     await self.calls.send(pending)
             else:
