@@ -601,9 +601,7 @@ async def test_fault_scripts_count_calls_in_arrival_order(
     """Calls that arrive in one read take their `auth=` entries in the order they arrived,
     though each runs in its own task (and trio runs new tasks in no promised order)."""
     faults = ";".join(["auth=raise*1;auth=delay:0*1"] * 10)
-    async with running(
-        config, scripted(MEMORY_READY, 0), scripted(CODE_READY, 0), faults=faults
-    ) as h:
+    async with running(config, faults=faults) as h:
         arguments = {"query": "q", "projectPath": h.project, "mode": "memory"}
         await h.to_server.send_all(
             b"".join(
