@@ -30,6 +30,7 @@ Latency: the engine's `explore_memory` per query on the full store and on a 60-p
     scripts/bench quality --tune       # grid over the ranking constants (full + hard-200)
     scripts/bench quality --ablate     # each factor switched off, one at a time
     scripts/bench quality --latency    # only the two latency figures
+    scripts/bench quality --digest     # sha256 of every hit of the 225 queries (full, 60 pages)
 
 Needs the `bench` extra (`pip install -e '.[bench]'`) for bm25s. Exit status: 0 targets met,
 1 a target missed.
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import math
 import random
@@ -341,6 +343,32 @@ def latency(root: Path, queries: Sequence[str]) -> dict[str, float]:
     }
 
 
+def digest(root: Path, queries: Sequence[str]) -> str:
+    """sha256 of every result row of `queries` through `explore_memory`, maxDocuments 8 (as
+    `latency`, first ask), 10 (as the quality table) and 8 again (the per-revision caches
+    warm): every field but `updatedAt`, the rank as its exact float repr. A change that keeps this digest
+    keeps every ranking, rank and snippet byte-identical."""
+    never = threading.Event()
+    home = root / "no-home"
+    home.mkdir(exist_ok=True)
+    h = hashlib.sha256()
+    for limit in (8, K, 8):
+        for query in queries:
+            q = MemoryQuery(query, root, root, home, "project", frozenset({"project"}), limit)
+            memory = explore_memory(q, cancelled=never)
+            rows = [
+                {
+                    key: repr(v) if key == "rank" else v
+                    for key, v in row.items()
+                    if key != "updatedAt"
+                }
+                for row in memory["results"]
+            ]
+            h.update(json.dumps(rows, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+            h.update(b"\n")
+    return h.hexdigest()
+
+
 SYSTEMS = ("lwc", "bm25s", "bm25s+stem", "fts5-porter")
 
 
@@ -486,6 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tune", action="store_true", help="grid over the ranking constants")
     parser.add_argument("--ablate", action="store_true", help="each factor switched off")
     parser.add_argument("--latency", action="store_true", help="only the latency figures")
+    parser.add_argument("--digest", action="store_true", help="only the result digests")
     args = parser.parse_args(argv)
     docs, queries, qrels = load()
     cases = [(q, qrels.get(i, {})) for i, q in enumerate(queries, start=1)]
@@ -499,11 +528,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ablate:
             ablate(docs, queries, qrels, tmp)
             return 0
-        if args.latency:
-            for name, subset in (("latency_full", docs), ("latency_60", docs[:60])):
+        if args.latency or args.digest:
+            for name, subset in (("full", docs), ("60", docs[:60])):
                 root = tmp / name
                 lwc_system(subset, root)
-                print(name, json.dumps(latency(root, queries)), flush=True)
+                if args.digest:
+                    print(f"digest_{name}", digest(root, queries), flush=True)
+                else:
+                    print(f"latency_{name}", json.dumps(latency(root, queries)), flush=True)
             return 0
         settings: list[tuple[str, list[list[Doc]], list[tuple[str, dict[int, int]]]]] = [
             ("full", [docs], cases)
