@@ -7,6 +7,7 @@ so the cut is in code points and CJK-safe); the global budget is applied after t
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ __all__ = [
     "SNIPPET_MAX",
     "PageBody",
     "ResultRow",
+    "WholeQuery",
     "cap_pages",
     "make_snippet",
     "query_pattern",
@@ -124,22 +126,43 @@ def _in_word(char: str) -> bool:
     return char.isalnum() and not is_cjk(char)
 
 
-def query_pattern(query: str) -> re.Pattern[str] | None:
-    """The whole query's words in a row (any separators), matched on lowercased text; None
-    for a one-word query. It starts with a literal, so `re` scans for it quickly."""
-    words = _QUERY_WORD.findall(query.lower())
-    if len(words) < 2:
-        return None
+@attrs.frozen
+class WholeQuery:
+    """The whole query's words in a row (any separators), matched on lowercased text."""
+
+    words: tuple[str, ...]
+
+    def pattern(self) -> re.Pattern[str]:
+        """The regular expression, compiled on the first text holding every word."""
+        return _compiled(self.words)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(words: tuple[str, ...]) -> re.Pattern[str]:
+    # It starts with a literal, so `re` scans for it quickly.
     return re.compile(r"\W+".join(re.escape(word) for word in words))
 
 
-def _whole_match(text: str, whole: re.Pattern[str]) -> int:
+def query_pattern(query: str) -> WholeQuery | None:
+    """The whole query's words in a row; None for a one-word query."""
+    words = _QUERY_WORD.findall(query.lower())
+    if len(words) < 2:
+        return None
+    return WholeQuery(tuple(words))
+
+
+def _whole_match(text: str, whole: WholeQuery) -> int:
     """Start of the first whole-word match of `whole` in `text`, or -1."""
     low = text.lower()
     if len(low) != len(text):  # lowercasing moved indexes (rare): no whole-query window
         return -1
+    # A text missing a word cannot match: most do, and they never compile the expression
+    # (parsing one costs more than the rest of a snippet; a new query is the common case).
+    if not all(word in low for word in whole.words):
+        return -1
+    pattern = whole.pattern()
     pos = 0
-    while (found := whole.search(low, pos)) is not None:
+    while (found := pattern.search(low, pos)) is not None:
         start, end = found.span()
         if (start == 0 or not _in_word(low[start - 1])) and (
             end == len(low) or not _in_word(low[end])
@@ -149,7 +172,7 @@ def _whole_match(text: str, whole: re.Pattern[str]) -> int:
     return -1
 
 
-def make_snippet(text: str, at: int, whole: re.Pattern[str] | None = None) -> str:
+def make_snippet(text: str, at: int, whole: WholeQuery | None = None) -> str:
     """At most `SNIPPET_MAX` characters of `text` around a match, on one line.
 
     The window starts about `SNIPPET_LEAD` characters before the first match of the whole
