@@ -253,6 +253,14 @@ CRAFTED = {
         ),
         "store_corrupt",
     ),
+    "postings-repeated-doc-id": (
+        _sql(
+            "UPDATE search_segments SET postings = "
+            "X'0100000004000000020000000000000001000000040000000200000000000000' "
+            "WHERE term = 'zebra'"
+        ),
+        "store_corrupt",
+    ),
     "postings-as-text": (
         _sql("UPDATE search_segments SET postings = 'zebra' WHERE term = 'zebra'"),
         "store_corrupt",

@@ -10,11 +10,13 @@ from __future__ import annotations
 import random
 import shutil
 import sqlite3
+from array import array
 from pathlib import Path
 from typing import Any
 
 from conftest_memory import ask, new_store, page, put_pages
 
+from lwc_trio.memory import search, vector
 from lwc_trio.memory.indexer import MAX_SEGMENTS, POSTING_FIELDS, IndexBuffer, index_page, unpack
 from lwc_trio.memory.search import best_first
 from lwc_trio.memory.writer import Wiki
@@ -170,3 +172,48 @@ def test_best_first_is_the_n_smallest_of_score_and_doc_id() -> None:
         expected = sorted((-score, doc) for doc, score in scores.items())
         for n in (0, 1, 7, 32, 59, 60, 100):
             assert best_first(scores, n) == expected[:n]
+
+
+def _random_prepared(
+    rng: random.Random, terms: list[str], top: int
+) -> dict[str, list[search.Prepared]]:
+    segments: dict[str, list[search.Segment]] = {}
+    for term in terms:
+        for _seg in range(rng.randint(1, 3)):
+            ids = sorted(rng.sample(range(1, top), rng.randint(1, 80)))
+            tws = [rng.randint(1, 40) for _ in ids]
+            dls = [rng.randint(0, 900) for _ in ids]
+            columns = (ids, tws, dls, [-1] * len(ids))
+            a, b, c, d = (array("i", values) for values in columns)
+            segments.setdefault(term, []).append((a, b, c, d))
+    return search.prepare(segments, 0.45, 1.35 / 117.3)
+
+
+def test_numpy_scores_equal_the_python_loop_bit_for_bit(monkeypatch: Any) -> None:
+    """Scoring by segment (numpy) gives exactly the per-posting loop's floats, best-first
+    order, ties and exact/fuzzy matches, with dense and with sparse (remapped) doc ids."""
+    rng = random.Random(11)
+    terms = ["a", "b", "c", "d", "e"]
+    for round_ in range(120):
+        top = rng.choice([300, 5_000, 2_000_000_000])
+        prepared = _random_prepared(rng, terms, top)
+        weighted = [(t, rng.uniform(0.1, 9.0), int(rng.random() < 0.7)) for t in terms]
+        expected, exact_docs = search.score_prepared(prepared, weighted)
+        monkeypatch.setattr(search, "VECTOR_MIN", 0)
+        scores = search.score(prepared, weighted)
+        monkeypatch.undo()
+        assert isinstance(scores, vector.VectorScores), round_
+        assert dict(zip(scores.ids.tolist(), scores.values.tolist(), strict=True)) == expected
+        for n in (0, 1, 5, 32, len(expected), len(expected) + 3):
+            assert scores.best(n) == best_first(expected, n)
+        for doc in [*list(expected)[:50], top + 1]:
+            assert scores.is_exact(doc) == (exact_docs is None or doc in exact_docs)
+
+
+def test_numpy_denominators_equal_the_python_ones(monkeypatch: Any) -> None:
+    rng = random.Random(5)
+    tws = array("i", [rng.randint(1, 60) for _ in range(2_000)])
+    dls = array("i", [rng.randint(0, 5_000) for _ in range(2_000)])
+    k, kb = 0.45, 1.35 / 91.7
+    expected = array("d", [tw + k + kb * dl for tw, dl in zip(tws, dls, strict=True)])
+    assert vector.denominators(tws, dls, k, kb) == expected

@@ -20,12 +20,15 @@
 from __future__ import annotations
 
 import bisect
+import importlib
 import math
+import operator
 import sqlite3
 import threading
 from array import array
 from collections.abc import Callable, Hashable, Sequence
-from typing import TypeVar
+from types import ModuleType
+from typing import Protocol, TypeVar
 
 import attrs
 
@@ -48,12 +51,14 @@ __all__ = [
     "DEFAULT_RANKING",
     "Hit",
     "Ranking",
+    "Scores",
     "best_first",
     "floor_scorer",
     "idf",
     "load_degrees",
     "load_postings",
     "prepare",
+    "score",
     "score_postings",
     "score_prepared",
     "search_store",
@@ -156,12 +161,15 @@ Segment = tuple["array[int]", "array[int]", "array[int]", "array[int]"]
 
 def _segment(blob: object) -> Segment:
     """Unpack and check one `search_segments.postings` blob (a cloned repository can ship
-    any bytes): whole postings, positive ids and counts, no negative lengths."""
+    any bytes): whole postings, ascending positive ids, positive counts, no negative
+    lengths."""
     if not isinstance(blob, bytes) or not blob or len(blob) % (4 * POSTING_FIELDS):
         raise sqlite3.DatabaseError("the search index holds invalid postings")
     values = unpack(blob)
     ids, tws, dls, firsts = values[0::4], values[1::4], values[2::4], values[3::4]
     if min(ids) < 1 or min(tws) < 1 or min(dls) < 0 or min(firsts) < -1:
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    if not all(map(operator.lt, ids, ids[1:])):
         raise sqlite3.DatabaseError("the search index holds invalid postings")
     return ids, tws, dls, firsts
 
@@ -184,13 +192,38 @@ Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
 tw + k1 (1 − b) + k1 b dl / avgdl (fixed within one store revision), first offsets."""
 
 
+VECTOR_MIN = 512
+"""Postings from which a query (or a segment being prepared) is scored with numpy
+(`vector.py`); fewer cost less in plain Python, and a small store never imports numpy."""
+
+_VECTOR: list[ModuleType | None] = []
+
+
+def _vector(postings: int) -> ModuleType | None:
+    """`vector.py` for this many postings, imported on first need; None below `VECTOR_MIN`
+    (or without numpy: the plain loop computes the same scores)."""
+    if postings < VECTOR_MIN:
+        return None
+    if not _VECTOR:
+        try:
+            _VECTOR.append(importlib.import_module("lwc_trio.memory.vector"))
+        except ImportError:  # pragma: no cover - numpy is a dependency
+            _VECTOR.append(None)
+    return _VECTOR[0]
+
+
+def _denominators(tws: array[int], dls: array[int], k: float, kb: float) -> array[float]:
+    vector = _vector(len(tws))
+    if vector is not None:
+        dens: array[float] = vector.denominators(tws, dls, k, kb)
+        return dens
+    return array("d", [tw + k + kb * dl for tw, dl in zip(tws, dls, strict=True)])
+
+
 def prepare(postings: dict[str, list[Segment]], k: float, kb: float) -> dict[str, list[Prepared]]:
     """Each segment with its denominators computed for `k`, `kb` (see `score_postings`)."""
     return {
-        term: [
-            (ids, tws, array("d", [tw + k + kb * dl for tw, dl in zip(tws, dls, strict=True)]), f)
-            for ids, tws, dls, f in segments
-        ]
+        term: [(ids, tws, _denominators(tws, dls, k, kb), f) for ids, tws, dls, f in segments]
         for term, segments in postings.items()
     }
 
@@ -235,6 +268,54 @@ def score_prepared(
     if scores and not math.isfinite(max(scores.values())):
         raise sqlite3.DatabaseError("the search index holds invalid counts")
     return scores, exact_docs
+
+
+class Scores(Protocol):
+    """The scores of every document holding a query term (`score`)."""
+
+    def __len__(self) -> int: ...
+
+    def best(self, n: int) -> list[tuple[float, int]]:
+        """`(−score, doc_id)` of the best `n`, best first, ties by doc id."""
+        ...
+
+    def is_exact(self, doc_id: int) -> bool:
+        """Whether an exact (not corrected) query term matched `doc_id`."""
+        ...
+
+
+@attrs.frozen
+class _DictScores:
+    scores: dict[int, float]
+    exact_docs: set[int] | None
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def best(self, n: int) -> list[tuple[float, int]]:
+        return best_first(self.scores, n)
+
+    def is_exact(self, doc_id: int) -> bool:
+        return self.exact_docs is None or doc_id in self.exact_docs
+
+
+def score(
+    prepared: dict[str, list[Prepared]], weighted: Sequence[tuple[str, float, int]]
+) -> Scores:
+    """`score_prepared`, by numpy (`vector.py`) when the query has `VECTOR_MIN` postings or
+    more: the same scores, bit for bit."""
+    segments = [
+        (w, exact, segment) for term, w, exact in weighted for segment in prepared.get(term, ())
+    ]
+    postings = sum(len(segment[0]) for _w, _e, segment in segments)
+    vector = _vector(postings) if segments else None
+    if vector is None:
+        return _DictScores(*score_prepared(prepared, weighted))
+    corrected = any(not exact for _t, _w, exact in weighted)
+    scores: Scores = vector.score(segments, postings, corrected)
+    if not vector.VectorScores.finite(scores):
+        raise sqlite3.DatabaseError("the search index holds invalid counts")
+    return scores
 
 
 POSTING_BUDGET = 200_000
@@ -340,8 +421,8 @@ def floor_scorer(
 
     def run() -> list[tuple[float, int]]:
         postings = load_postings(conn, [term for term, _w, _e in weighted])
-        scores = score_postings(postings, weighted, docs, length, DEFAULT_RANKING)[0]
-        return best_first(scores, limit)
+        prepared = prepare(postings, *_scale(docs, length, DEFAULT_RANKING))
+        return score(prepared, weighted).best(limit)
 
     return run
 
@@ -491,15 +572,15 @@ def search_store(
     _check(cancelled)
     terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
     postings = _prepared(conn, cache_key, list(weighted), *_scale(docs, length, ranking))
-    scores, exact_docs = score_prepared(postings, terms)
+    scores = score(postings, terms)
     _check(cancelled)
     # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
     # leave dead postings behind until their terms' segments are merged).
     want = CANDIDATE_FACTOR * limit
-    ranked = best_first(scores, want)
+    ranked = scores.best(want)
     scored, described = _live(conn, ranked, want)
     if len(scored) < want < len(scores):  # dead documents among the best: look further
-        scored, described = _live(conn, best_first(scores, len(scores)), want)
+        scored, described = _live(conn, scores.best(len(scores)), want)
     pages = [info[1] for info in described.values() if info[0] == "page"]
     has_sources = any(info[0] == "source" for info in described.values())
     hidden = _summarized(conn, pages) if has_sources else set()
@@ -515,7 +596,7 @@ def search_store(
         if doc_type == "page":
             degree = min(degree_map.get(ident, 0), LINK_CAP)
             factor *= 1.0 + LINK_BOOST * math.log2(1 + degree)
-        match = "lexical" if exact_docs is None or doc_id in exact_docs else "fuzzy"
+        match = "lexical" if scores.is_exact(doc_id) else "fuzzy"
         hits.append(Hit(doc_type, ident, neg * factor, match))
         hit_ids[doc_type, ident] = doc_id
     hits.sort(key=Hit.sort_key)
