@@ -120,30 +120,70 @@ def _check(cancelled: threading.Event | None) -> None:
         raise MemoryCancelled()
 
 
-def _stats(conn: sqlite3.Connection) -> tuple[int, int]:
+Description = tuple[str, str, str, str, bool]
+"""A document's (doc_type, ident, title terms, path terms, generic), from `search_docs`."""
+
+FACTS_MAX = 50_000
+"""Entries of each kind (terms, documents, Pages) one `_Facts` keeps."""
+
+
+class _Facts:
+    """What one store revision's queries have read so far and never changes within it:
+    the statistics, terms' document frequencies (0: not in the store), documents'
+    descriptions (None: gone) and Pages' link in-degrees. Each kind stops growing at
+    `FACTS_MAX` entries (later ones are read each time)."""
+
+    def __init__(self) -> None:
+        self.stats: tuple[int, int] | None = None
+        self.dfs: dict[str, int] = {}
+        self.docs: dict[int, Description | None] = {}
+        self.degrees: dict[str, int] = {}
+
+
+FACTS: RevisionCache[_Facts] = RevisionCache(4)
+"""`_Facts` per (store path, store_id, store_revision), like `PREPARED`."""
+
+
+def _stats(conn: sqlite3.Connection, facts: _Facts | None = None) -> tuple[int, int]:
+    if facts is not None and facts.stats is not None:
+        return facts.stats
     values = dict(conn.execute("SELECT key, value FROM search_stats").fetchall())
     docs, length = values.get("docs", 0), values.get("length", 0)
     if not (isinstance(docs, int) and isinstance(length, int)) or docs < 0 or length < 0:
         raise sqlite3.DatabaseError("search_stats holds invalid values")
+    if facts is not None:
+        facts.stats = (docs, length)
     return docs, length
 
 
-def _doc_freqs(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+def _doc_freqs(
+    conn: sqlite3.Connection, terms: Sequence[str], facts: _Facts | None = None
+) -> dict[str, int]:
+    """The document frequency of each of `terms` the store holds."""
     found: dict[str, int] = {}
-    for chunk in _chunks(list(dict.fromkeys(terms))):
+    wanted = list(dict.fromkeys(terms))
+    if facts is not None:
+        cached = facts.dfs
+        found = {term: cached[term] for term in wanted if cached.get(term)}
+        wanted = [term for term in wanted if term not in cached]
+    for chunk in _chunks(wanted):
         rows = conn.execute(
             f"SELECT term, df FROM search_terms WHERE term IN ({_marks(len(chunk))})", chunk
         )
         found.update((term, df) for term, df in rows if isinstance(df, int) and df > 0)
+    if facts is not None and wanted and len(facts.dfs) < FACTS_MAX:
+        facts.dfs.update((term, found.get(term, 0)) for term in wanted)
     return found
 
 
-def _corrections(conn: sqlite3.Connection, vocab: Vocabulary, word: str) -> list[tuple[str, int]]:
+def _corrections(
+    conn: sqlite3.Connection, vocab: Vocabulary, word: str, facts: _Facts | None = None
+) -> list[tuple[str, int]]:
     """`(stem, df)` standing in for an unknown query word: the nearest words' stems."""
     near = near_words(vocab, word, max_edits(word))
     if not near:
         return []
-    dfs = _doc_freqs(conn, [stem for _d, _w, stem in near])
+    dfs = _doc_freqs(conn, [stem for _d, _w, stem in near], facts)
     live = [(d, -dfs[stem], w, stem) for d, w, stem in near if stem in dfs]
     if not live:
         return []
@@ -432,18 +472,28 @@ def _contains_run(words: str, run: str) -> bool:
 
 
 def _describe(
-    conn: sqlite3.Connection, doc_ids: Sequence[int]
-) -> dict[int, tuple[str, str, str, str, bool]]:
-    """doc_id -> (doc_type, ident, title terms, path terms, generic)."""
-    found: dict[int, tuple[str, str, str, str, bool]] = {}
-    for start in range(0, len(doc_ids), 500):
-        chunk = list(doc_ids[start : start + 500])
+    conn: sqlite3.Connection, doc_ids: Sequence[int], facts: _Facts | None = None
+) -> dict[int, Description]:
+    """doc_id -> (doc_type, ident, title terms, path terms, generic) of the live ones."""
+    found: dict[int, Description] = {}
+    wanted = list(doc_ids)
+    if facts is not None:
+        cached = facts.docs
+        for doc_id in wanted:
+            known = cached.get(doc_id)
+            if known is not None:
+                found[doc_id] = known
+        wanted = [doc_id for doc_id in wanted if doc_id not in cached]
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
         for doc_id, doc_type, ident, title, path, generic in conn.execute(
             "SELECT doc_id, doc_type, ident, title_terms, path_terms, generic "
             f"FROM search_docs WHERE doc_id IN ({_marks(len(chunk))})",
             chunk,
         ):
             found[int(doc_id)] = (str(doc_type), str(ident), str(title), str(path), bool(generic))
+    if facts is not None and wanted and len(facts.docs) < FACTS_MAX:
+        facts.docs.update((doc_id, found.get(doc_id)) for doc_id in wanted)
     return found
 
 
@@ -548,11 +598,12 @@ def search_store(
     space-joined (default: the distinct terms); `cache_key` names the store revision
     (path, store_id, store_revision) whose decoded postings may be kept (`PREPARED`).
     """
-    docs, length = _stats(conn)
+    facts = None if cache_key is None else FACTS.get_or_build(cache_key, _Facts)
+    docs, length = _stats(conn, facts)
     if docs == 0 or not query:
         return []
     phrase = phrase if phrase is not None else " ".join(qt.term for qt in query)
-    known = _doc_freqs(conn, [qt.term for qt in query])
+    known = _doc_freqs(conn, [qt.term for qt in query], facts)
     weighted: dict[str, tuple[float, int]] = {}
     vocab: Vocabulary | None = None
     k1p = ranking.k1 + 1.0
@@ -565,7 +616,7 @@ def search_store(
         elif max_edits(qt.surface) > 0:
             _check(cancelled)
             vocab = vocab or vocabulary()
-            for stem, df in _corrections(conn, vocab, qt.surface):
+            for stem, df in _corrections(conn, vocab, qt.surface, facts):
                 weight = idf(docs, df) * qtf * k1p * ranking.correction_weight
                 if stem not in weighted:
                     weighted[stem] = (weight, 0)
@@ -578,14 +629,14 @@ def search_store(
     # leave dead postings behind until their terms' segments are merged).
     want = CANDIDATE_FACTOR * limit
     ranked = scores.best(want)
-    scored, described = _live(conn, ranked, want)
+    scored, described = _live(conn, ranked, want, facts=facts)
     if len(scored) < want < len(scores):  # dead documents among the best: look further
-        scored, described = _live(conn, scores.best(len(scores)), want)
+        scored, described = _live(conn, scores.best(len(scores)), want, facts=facts)
     pages = [info[1] for info in described.values() if info[0] == "page"]
     has_sources = any(info[0] == "source" for info in described.values())
     hidden = _summarized(conn, pages) if has_sources else set()
     wants_generic = any(qt.term in GENERIC_TERMS for qt in query)
-    degree_map = degrees(pages) if pages else {}
+    degree_map = _degrees(degrees, pages, facts) if pages else {}
     hits: list[Hit] = []
     hit_ids: dict[tuple[str, str], int] = {}
     for neg, doc_id in scored:
@@ -611,7 +662,8 @@ def search_store(
         _check(cancelled)
         vocab = vocab or vocabulary()
         seen = {doc_id for _neg, doc_id in scored}
-        taken, more = _live(conn, _fill_up(conn, vocab, query, cancelled), limit + len(seen), seen)
+        filling = _fill_up(conn, vocab, query, cancelled)
+        taken, more = _live(conn, filling, limit + len(seen), seen, facts)
         filled = [(doc_id, ratio) for _neg, doc_id, ratio in taken if doc_id not in seen]
         if any(more[d][0] == "source" for d, _r in filled):
             slugs = [h.identifier for h in hits if h.doc_type == "page"]
@@ -631,19 +683,41 @@ def search_store(
 _Ranked = TypeVar("_Ranked", tuple[float, int], tuple[float, int, float])
 
 
+def _degrees(
+    degrees: Callable[[Sequence[str]], dict[str, int]], pages: Sequence[str], facts: _Facts | None
+) -> dict[str, int]:
+    """`degrees(pages)`, remembered per revision in `facts` (0 included)."""
+    if facts is None:
+        return degrees(pages)
+    cached = facts.degrees
+    missing = [slug for slug in pages if slug not in cached]
+    if not missing:
+        return {slug: cached[slug] for slug in pages}
+    found = degrees(missing)
+    answer = {slug: cached[slug] for slug in pages if slug in cached}
+    answer.update(found)
+    if len(cached) < FACTS_MAX:
+        cached.update((slug, found.get(slug, 0)) for slug in missing)
+    return answer
+
+
 def _live(
-    conn: sqlite3.Connection, ranked: Sequence[_Ranked], want: int, known: set[int] | None = None
-) -> tuple[list[_Ranked], dict[int, tuple[str, str, str, str, bool]]]:
+    conn: sqlite3.Connection,
+    ranked: Sequence[_Ranked],
+    want: int,
+    known: set[int] | None = None,
+    facts: _Facts | None = None,
+) -> tuple[list[_Ranked], dict[int, Description]]:
     """The first `want` of `ranked` (doc id second) still in `search_docs` (those in `known`
     are, without a lookup) and the descriptions of the others taken."""
     known = known or set()
     taken: list[_Ranked] = []
-    described: dict[int, tuple[str, str, str, str, bool]] = {}
+    described: dict[int, Description] = {}
     start, step = 0, max(want, 16)
     while len(taken) < want and start < len(ranked):
         chunk = ranked[start : start + step]
         start += step
-        found = _describe(conn, [item[1] for item in chunk if item[1] not in known])
+        found = _describe(conn, [item[1] for item in chunk if item[1] not in known], facts)
         for item in chunk:
             doc_id = item[1]
             if doc_id in known or doc_id in found:
