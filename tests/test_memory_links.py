@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lwc_trio.memory.links import extract_links
+from lwc_trio.memory.links import _FENCE, _INLINE_CODE, extract_links, strip_code
 from lwc_trio.memory.slugs import slug_problem
 
 
@@ -57,3 +59,31 @@ def test_slug_limit_counts_utf8_bytes() -> None:
     """66 CJK characters (198 bytes) fit; 67 (201 bytes) do not."""
     assert slug_problem("数" * 66) is None
     assert slug_problem("数" * 67) is not None
+
+
+def _strip_code_reference(markdown: str) -> str:
+    """The line-by-line rule without shortcuts: every line matched against both patterns."""
+    kept: list[str] = []
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        opener = _FENCE.match(line)
+        if fence is None:
+            if opener:
+                fence = opener.group(1)
+                kept.append("")
+                continue
+            kept.append(_INLINE_CODE.sub(" ", line))
+        else:
+            closes = opener is not None and opener.group(1)[0] == fence[0]
+            if closes and len(line.strip()) >= len(fence) and not line.strip().lstrip(fence[0]):
+                fence = None
+            kept.append("")
+    return "\n".join(kept)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["`", "``", "```", "~~~", "~", " ", "a", "[[x]]", "\n", "  "])))
+def test_strip_code_shortcuts_change_nothing(parts: list[str]) -> None:
+    """Skipping the patterns on lines without a backtick or tilde blanks exactly the same."""
+    text = "".join(parts)
+    assert strip_code(text) == _strip_code_reference(text)

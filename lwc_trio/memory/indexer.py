@@ -124,8 +124,9 @@ class IndexBuffer:
     """Postings, frequencies, vocabulary words and statistics of one write transaction.
 
     They are collected here and written once per transaction (`flush`), not once per
-    document: a 2,000-page import writes one segment row per term instead of one row per term
-    and page, and updates each term's frequency once.
+    document: a 5,000-page import writes one segment row per term instead of one row per term
+    and page, and updates each term's frequency once. A document's postings count towards
+    its terms' frequencies at the flush (`df` holds what documents taken out subtract).
     """
 
     def __init__(self) -> None:
@@ -149,6 +150,9 @@ class IndexBuffer:
         postings: dict[str, array[int]] = self.postings
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
+        df = self.df
+        for term, values in postings.items():  # each posting: one more document for its term
+            df[term] += len(values) // POSTING_FIELDS
         if dead:
             # Documents written and replaced in the same transaction: drop them now.
             postings = {term: _drop_dead(values, dead) for term, values in postings.items()}
@@ -164,7 +168,7 @@ class IndexBuffer:
                     for term, values in sorted(postings.items())
                 ],
             )
-        df, added = self.df, postings
+        added = postings
         changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
         if changes:
             conn.executemany(
@@ -380,7 +384,6 @@ def index_doc(
     heads = own.heads
     for term in in_heads:
         heads[term].append(doc_id)
-    own.df.update(distinct)
     own.docs += 1
     own.length += length
     if buffer is None:

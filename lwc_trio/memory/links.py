@@ -24,16 +24,20 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 def strip_code(markdown: str) -> str:
     """`markdown` with fenced blocks and inline code spans blanked out (same line count)."""
+    if "`" not in markdown and "~" not in markdown:
+        return markdown  # no fence, no code span: nothing to blank
     kept: list[str] = []
     fence: str | None = None
     for line in markdown.split("\n"):
-        opener = _FENCE.match(line)
+        # Only a line holding a backtick or a tilde can open or close a fence or hold a span.
+        marked = "`" in line or "~" in line
+        opener = _FENCE.match(line) if marked else None
         if fence is None:
             if opener:
                 fence = opener.group(1)
                 kept.append("")
                 continue
-            kept.append(_INLINE_CODE.sub(" ", line))
+            kept.append(_INLINE_CODE.sub(" ", line) if "`" in line else line)
         else:
             # A fence closes with the same character, at least as long, nothing after it.
             closes = opener is not None and opener.group(1)[0] == fence[0]
