@@ -7,11 +7,12 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.indexer import _first_offsets_spans, ascii_words
+from lwc_trio.memory.indexer import SNIPPET_SCAN, _first_offsets_spans, ascii_words
 from lwc_trio.memory.results import (
     _ELLIPSIS,
     SNIPPET_LEAD,
     SNIPPET_MAX,
+    _in_word,
     make_snippet,
     query_pattern,
 )
@@ -114,3 +115,42 @@ def test_write_time_offsets_equal_the_analyzer_spans(text: str) -> None:
     for word, stem in zip(counts, stem_words(list(counts)), strict=True):
         first[stem] = min(first.get(stem, first_word[word]), first_word[word])
     assert first == _first_offsets_spans(text)
+
+
+def _whole_window_snippet(text: str, at: int) -> str:
+    """`make_snippet` as it was, flattening the whole 4 × SNIPPET_MAX window every time."""
+    text = text[:SNIPPET_SCAN]
+    lead = 0
+    if 0 < at <= len(text):
+        lead = max(0, at - SNIPPET_LEAD)
+        while 0 < lead < at and _in_word(text[lead - 1]) and _in_word(text[lead]):
+            lead += 1
+        while 0 < lead < at and text[lead].isspace():
+            lead += 1
+    window = text[lead : lead + 4 * SNIPPET_MAX]
+    flat = " ".join(window.split())
+    prefix = _ELLIPSIS if lead > 0 and flat else ""
+    budget = SNIPPET_MAX - len(prefix)
+    if len(flat) > budget or lead + len(window) < len(text):
+        room = budget - 1
+        piece = flat[:room]
+        if len(flat) > room and not flat[room].isspace():
+            cut = piece.rfind(" ")
+            if cut > room - SNIPPET_LEAD:
+                piece = piece[:cut]
+        flat = piece.rstrip() + _ELLIPSIS
+    return prefix + flat
+
+
+SPACED = st.lists(
+    st.sampled_from(["word", "x", " ", "   ", "\n", "\t\t", "中文", "a" * 30, " " * 90]),
+    max_size=200,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(SPACED, st.integers(min_value=-1, max_value=1200))
+def test_half_window_first_gives_the_same_snippet(text: str, at: int) -> None:
+    """Flattening half the window first (and the whole one only when that is short) never
+    changes a snippet, whatever the whitespace."""
+    assert make_snippet(text, at) == _whole_window_snippet(text, at)

@@ -192,8 +192,13 @@ def make_snippet(text: str, at: int, whole: WholeQuery | None = None) -> str:
             lead += 1
         while 0 < lead < at and text[lead].isspace():
             lead += 1
-    window = text[lead : lead + 4 * SNIPPET_MAX]
+    # Half the window first: its flattened text is a prefix of the whole window's, so once
+    # it is longer than the budget the snippet below is the same (most texts).
+    window = text[lead : lead + 2 * SNIPPET_MAX]
     flat = " ".join(window.split())
+    if len(flat) <= SNIPPET_MAX:
+        window = text[lead : lead + 4 * SNIPPET_MAX]
+        flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
     budget = SNIPPET_MAX - len(prefix)
     if len(flat) > budget or lead + len(window) < len(text):

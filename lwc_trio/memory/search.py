@@ -655,7 +655,14 @@ def search_store(
     hit_docs = [hit_ids[h.doc_type, h.identifier] for h in hits]
     offsets = _first_offsets(postings, hit_docs, list(weighted))
     hits = [
-        attrs.evolve(h, snippet_at=offsets.get(hit_ids[h.doc_type, h.identifier], -1)) for h in hits
+        Hit(
+            h.doc_type,
+            h.identifier,
+            h.rank,
+            h.match,
+            offsets.get(hit_ids[h.doc_type, h.identifier], -1),
+        )
+        for h in hits
     ]
 
     if len(hits) < limit:
