@@ -335,8 +335,14 @@ def index_doc(
         # The body (the bulk of the work): one split, stem each distinct word once.
         word_counts, body_length, first_word = ascii_words(body)
         distinct_words = list(word_counts)
-        stems = stem_words(distinct_words)
-        own.words.update(zip(distinct_words, stems, strict=True))
+        # The batch's words so far give most stems (one lookup a word, nothing to add).
+        seen = own.words
+        known = list(map(seen.get, distinct_words))
+        if all(known):
+            stems: list[str] = known  # type: ignore[assignment]  # no None left
+        else:
+            stems = stem_words(distinct_words)
+            seen.update(zip(distinct_words, stems, strict=True))
         length += body_length
         # Counts and first offsets per stem, built in C; words sharing a stem (`cache`,
         # `caching`) are summed below. Words come in first-seen order, so the first of a
