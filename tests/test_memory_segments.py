@@ -17,7 +17,14 @@ from typing import Any
 from conftest_memory import ask, new_store, page, put_pages
 
 from lwc_trio.memory import search, vector
-from lwc_trio.memory.indexer import MAX_SEGMENTS, POSTING_FIELDS, IndexBuffer, index_page, unpack
+from lwc_trio.memory.indexer import (
+    MAX_SEGMENTS,
+    POSTING_FIELDS,
+    IndexBuffer,
+    index_page,
+    pack,
+    unpack,
+)
 from lwc_trio.memory.search import best_first
 from lwc_trio.memory.writer import Wiki
 
@@ -217,3 +224,34 @@ def test_numpy_denominators_equal_the_python_ones(monkeypatch: Any) -> None:
     k, kb = 0.45, 1.35 / 91.7
     expected = array("d", [tw + k + kb * dl for tw, dl in zip(tws, dls, strict=True)])
     assert vector.denominators(tws, dls, k, kb) == expected
+
+
+def test_large_segments_are_checked_like_small_ones(monkeypatch: Any) -> None:
+    """The numpy checks of a large segment refuse exactly what the per-posting ones do."""
+    rng = random.Random(9)
+    good = []
+    doc = 0
+    for _ in range(600):
+        doc += rng.randint(1, 3)
+        good += [doc, rng.randint(1, 9), rng.randint(0, 99), rng.randint(-1, 50)]
+    bad = {
+        "zero id": (0, 0),
+        "repeated id": (4, good[0]),
+        "descending id": (8, 1),
+        "zero count": (5, 0),
+        "negative length": (6, -1),
+        "first below -1": (7, -2),
+    }
+    for name, (index, value) in [("none", (1, good[1])), *bad.items()]:
+        values = list(good)
+        values[index] = value
+        blob = pack(values)
+        outcomes = []
+        for vector_min in (0, 10**9):
+            monkeypatch.setattr(search, "VECTOR_MIN", vector_min)
+            try:
+                search._segment(blob)
+                outcomes.append("ok")
+            except sqlite3.DatabaseError:
+                outcomes.append("refused")
+        assert outcomes == (["ok", "ok"] if name == "none" else ["refused", "refused"]), name

@@ -207,9 +207,13 @@ def _segment(blob: object) -> Segment:
         raise sqlite3.DatabaseError("the search index holds invalid postings")
     values = unpack(blob)
     ids, tws, dls, firsts = values[0::4], values[1::4], values[2::4], values[3::4]
-    if min(ids) < 1 or min(tws) < 1 or min(dls) < 0 or min(firsts) < -1:
-        raise sqlite3.DatabaseError("the search index holds invalid postings")
-    if not all(map(operator.lt, ids, ids[1:])):
+    vector = _vector(len(ids))
+    if vector is not None:
+        valid = bool(vector.valid_postings(blob))
+    else:
+        valid = min(ids) >= 1 and min(tws) >= 1 and min(dls) >= 0 and min(firsts) >= -1
+        valid = valid and all(map(operator.lt, ids, ids[1:]))
+    if not valid:
         raise sqlite3.DatabaseError("the search index holds invalid postings")
     return ids, tws, dls, firsts
 

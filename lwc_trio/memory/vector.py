@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DENSE_SLACK", "VectorScores", "denominators", "score"]
+__all__ = ["DENSE_SLACK", "VectorScores", "denominators", "score", "valid_postings"]
 
 DENSE_SLACK = 1 << 16
 """Doc ids up to this (or 4 × the postings scored) index a dense score array; beyond it
@@ -38,6 +38,20 @@ def denominators(tws: array[int], dls: array[int], k: float, kb: float) -> array
     dens = array("d")
     dens.frombytes((_ints(tws) + k + kb * _ints(dls)).tobytes())
     return dens
+
+
+def valid_postings(blob: bytes) -> bool:
+    """`search._segment`'s checks of a packed segment (whole postings already checked):
+    ascending distinct positive doc ids, positive counts, lengths ≥ 0, firsts ≥ −1."""
+    rows = np.frombuffer(blob, dtype="<i4").reshape(-1, 4)
+    ids = rows[:, 0]
+    return bool(
+        ids[0] >= 1
+        and rows[:, 1].min() >= 1
+        and rows[:, 2].min() >= 0
+        and rows[:, 3].min() >= -1
+        and (len(ids) < 2 or (ids[1:] > ids[:-1]).all())
+    )
 
 
 class VectorScores:
