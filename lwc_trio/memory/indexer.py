@@ -340,9 +340,10 @@ def index_doc(
         known = list(map(seen.get, distinct_words))
         if all(known):
             stems: list[str] = known  # type: ignore[assignment]  # no None left
-        else:
-            stems = stem_words(distinct_words)
-            seen.update(zip(distinct_words, stems, strict=True))
+        else:  # a few new words (most documents have some): stem only those
+            new = list(set(distinct_words).difference(seen))
+            seen.update(zip(new, stem_words(new), strict=True))
+            stems = list(map(seen.__getitem__, distinct_words))
         length += body_length
         # Counts and first offsets per stem, built in C; words sharing a stem (`cache`,
         # `caching`) are summed below. Words come in first-seen order, so the first of a
