@@ -204,7 +204,7 @@ def _answer(
         cache_key=key,
     )
     _check(cancelled)
-    rows, bodies = read_hits(conn, ref.scope, hits, query)
+    rows, bodies = read_hits(conn, ref.scope, hits, query, key)
     slugs = [row.identifier for row in rows if row.doc_type == "page"]
     neighborhood = None
     if slugs and graph_status(info) == "ready":

@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
+from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
@@ -229,52 +230,127 @@ def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tup
     return {slug: tuple(order_provenance(values)) for slug, values in found.items()}
 
 
-def read_hits(
-    conn: sqlite3.Connection, scope: str, hits: Sequence[Hit], query: str
-) -> tuple[list[ResultRow], dict[str, PageBody]]:
-    """Result rows for `hits` (same order) and the bodies of their Pages.
+PageRow = tuple[str, str, "str | None", str, int, str, tuple[str, ...], tuple[str, ...]]
+"""title, kind, summary, body head, body length, updated_at, provenance, links."""
+SourceRow = tuple[str, str, str]
+"""title, content head, created_at."""
 
-    Read inside the caller's transaction, each table once: a Page's row gives both its
-    snippet and its `pages` entry.
-    """
-    slugs = [hit.identifier for hit in hits if hit.doc_type == "page"]
-    source_ids = [hit.identifier for hit in hits if hit.doc_type == "source"]
+ROWS_BUDGET = 1_000_000
+"""Characters of Page and Source heads one `_Rows` keeps."""
+
+
+class _Rows:
+    """The result rows one store revision has read (they cannot change within it), up to
+    `ROWS_BUDGET` characters of text; what is not kept is read again."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, PageRow | None] = {}
+        self.sources: dict[str, SourceRow | None] = {}
+        self.size = 0
+
+    def keep(self, text: str) -> bool:
+        if self.size + len(text) > ROWS_BUDGET:
+            return False
+        self.size += len(text)
+        return True
+
+
+ROWS: RevisionCache[_Rows] = RevisionCache(4)
+"""`_Rows` per (store path, store_id, store_revision), like `search.PREPARED`."""
+
+
+def _page_rows(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, PageRow]:
     pages: dict[str, tuple[str, str, str | None, str, int, str]] = {}
     if slugs:
         for slug, title, kind, summary, head, length, updated in conn.execute(
             f"SELECT slug, title, kind, summary, substr(body, 1, {_HEAD}), length(body), "
             f"updated_at FROM pages WHERE slug IN ({_marks(len(slugs))})",
-            slugs,
+            list(slugs),
         ):
             pages[slug] = (title, kind, summary, head, int(length), updated)
-    sources: dict[str, tuple[str, str, str]] = {}
+    found = [slug for slug in slugs if slug in pages]
+    provenance = _provenance(conn, found)
+    links = _links(conn, found)
+    return {slug: (*pages[slug], provenance[slug], links[slug]) for slug in found}
+
+
+def _source_rows(conn: sqlite3.Connection, source_ids: Sequence[str]) -> dict[str, SourceRow]:
+    sources: dict[str, SourceRow] = {}
     if source_ids:
         for ident, title, head, created in conn.execute(
             f"SELECT id, title, substr(content, 1, {SNIPPET_SCAN}), created_at "
             f"FROM sources WHERE id IN ({_marks(len(source_ids))})",
-            source_ids,
+            list(source_ids),
         ):
             sources[ident] = (title, head, created)
-    found = [slug for slug in slugs if slug in pages]
-    provenance = _provenance(conn, found)
-    links = _links(conn, found)
+    return sources
+
+
+Row = TypeVar("Row", PageRow, SourceRow)
+
+
+def _cached(
+    kept: dict[str, Row | None] | None,
+    rows: _Rows | None,
+    idents: Sequence[str],
+    read: Callable[[sqlite3.Connection, Sequence[str]], dict[str, Row]],
+    conn: sqlite3.Connection,
+    head: Callable[[Row], str],
+) -> dict[str, Row]:
+    if kept is None or rows is None:
+        return read(conn, idents)
+    found = {ident: row for ident in idents if (row := kept.get(ident)) is not None}
+    missing = [ident for ident in idents if ident not in kept]
+    if missing:
+        fresh = read(conn, missing)
+        found.update(fresh)
+        for ident in missing:
+            row = fresh.get(ident)
+            if row is None or rows.keep(head(row)):
+                kept[ident] = row
+    return found
+
+
+def read_hits(
+    conn: sqlite3.Connection,
+    scope: str,
+    hits: Sequence[Hit],
+    query: str,
+    cache_key: Hashable | None = None,
+) -> tuple[list[ResultRow], dict[str, PageBody]]:
+    """Result rows for `hits` (same order) and the bodies of their Pages.
+
+    Read inside the caller's transaction, each table once: a Page's row gives both its
+    snippet and its `pages` entry. `cache_key` names the store revision whose rows may be
+    kept (`ROWS`).
+    """
+    slugs = [hit.identifier for hit in hits if hit.doc_type == "page"]
+    source_ids = [hit.identifier for hit in hits if hit.doc_type == "source"]
+    kept = None if cache_key is None else ROWS.get_or_build(cache_key, _Rows)
+    pages = _cached(
+        None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3]
+    )
+    sources = _cached(
+        None if kept is None else kept.sources, kept, source_ids, _source_rows, conn,
+        lambda r: r[1],
+    )  # fmt: skip
     whole = query_pattern(query)
     rows: list[ResultRow] = []
     bodies: dict[str, PageBody] = {}
     for hit in hits:
         if hit.doc_type == "page" and hit.identifier in pages:
             slug = hit.identifier
-            title, kind, summary, head, length, updated = pages[slug]
+            title, kind, summary, head, length, updated, provenance, links = pages[slug]
             snippet = make_snippet(snippet_text(head, summary), hit.snippet_at, whole)
             rows.append(
                 ResultRow(
-                    scope, "page", slug, title, kind, summary, provenance[slug],
+                    scope, "page", slug, title, kind, summary, provenance,
                     snippet, hit.rank, hit.match, updated,
                 )
             )  # fmt: skip
             bodies[slug] = PageBody(
                 scope, slug, title, kind, summary, head[:PAGE_BODY_CAP], length,
-                provenance[slug], links[slug], updated,
+                provenance, links, updated,
             )  # fmt: skip
         elif hit.doc_type == "source" and hit.identifier in sources:
             title, head, created = sources[hit.identifier]
