@@ -255,3 +255,24 @@ def test_large_segments_are_checked_like_small_ones(monkeypatch: Any) -> None:
             except sqlite3.DatabaseError:
                 outcomes.append("refused")
         assert outcomes == (["ok", "ok"] if name == "none" else ["refused", "refused"]), name
+
+
+def test_a_rewritten_page_is_answered_from_its_new_rows(tmp_path: Path) -> None:
+    """The per-revision caches (statistics, frequencies, descriptions, result rows) never
+    answer for a newer revision: a Page rewritten between two queries shows its new title,
+    snippet and links, and a removed link target's degree is recounted."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    put_pages(db, [page("first", "Alpha notes", "alpha beta [[second]]"), page("second", "B", "x")])
+    before = ask("alpha", project, home=home, scope="project", max_documents=5)
+    assert [(r["title"], r["snippet"]) for r in before["results"]] == [
+        ("Alpha notes", "alpha beta [[second]]")
+    ]
+    assert before["pages"][0]["links"] == ["second"]
+    put_pages(db, [page("first", "Alpha again", "alpha gamma")])
+    after = ask("alpha", project, home=home, scope="project", max_documents=5)
+    assert [(r["title"], r["snippet"]) for r in after["results"]] == [
+        ("Alpha again", "alpha gamma")
+    ]
+    assert after["pages"][0]["links"] == []
