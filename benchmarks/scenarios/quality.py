@@ -346,8 +346,8 @@ def latency(root: Path, queries: Sequence[str]) -> dict[str, float]:
 def digest(root: Path, queries: Sequence[str]) -> str:
     """sha256 of every result row of `queries` through `explore_memory`, maxDocuments 8 (as
     `latency`, first ask), 10 (as the quality table) and 8 again (the per-revision caches
-    warm): every field but `updatedAt`, the rank as its exact float repr. A change that keeps this digest
-    keeps every ranking, rank and snippet byte-identical."""
+    warm): every field but `updatedAt`, the rank as its exact float repr. A change that
+    keeps this digest keeps every ranking, rank and snippet byte-identical."""
     never = threading.Event()
     home = root / "no-home"
     home.mkdir(exist_ok=True)
