@@ -240,6 +240,10 @@ VECTOR_MIN = 512
 """Postings from which a query (or a segment being prepared) is scored with numpy
 (`vector.py`); fewer cost less in plain Python, and a small store never imports numpy."""
 
+VECTOR_STORE_MIN = 1_000
+"""Documents from which a store's first query imports numpy whatever its own postings, so
+that the import (about 0.1 s) is part of that first answer, not of a later one."""
+
 _VECTOR: list[ModuleType | None] = []
 
 
@@ -606,6 +610,8 @@ def search_store(
     docs, length = _stats(conn, facts)
     if docs == 0 or not query:
         return []
+    if docs >= VECTOR_STORE_MIN:
+        _vector(VECTOR_MIN)
     phrase = phrase if phrase is not None else " ".join(qt.term for qt in query)
     known = _doc_freqs(conn, [qt.term for qt in query], facts)
     weighted: dict[str, tuple[float, int]] = {}
