@@ -20,6 +20,16 @@ REPO = Path(__file__).resolve().parents[1]
 BOTH = frozenset({"project", "global"})
 
 
+MEMORY_FAULTS: list[tuple[str, str | None, float]] = [
+    ("hang", "memory_timeout", 5.0),
+    ("raise", "memory_internal", 0.0),
+    ("garbage", "memory_bad_response", 0.0),
+    ("crash", "memory_crashed", 0.0),
+]
+"""Each scripted memory fault (SPEC §6), the error code it yields and when, in seconds, under
+the default 5 s memory deadline; `None` is a normal answer."""
+
+
 def new_store(root: Path) -> Path:
     """Create `root/.lwc/wiki.db` (an empty current-format store) and return its path."""
     (root / ".lwc").mkdir(parents=True, exist_ok=True)

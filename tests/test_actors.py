@@ -6,7 +6,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
+from conftest_memory import MEMORY_FAULTS
 
 from lwc_trio.actors.stdio import serve_stdio
 from lwc_trio.config import ServerConfig
@@ -44,6 +45,22 @@ def scripted(answer: dict[str, Any], delay: float, log: list[str] | None = None)
     return factory
 
 
+def call_lines(arguments: dict[str, Any], rids: Iterable[Any]) -> bytes:
+    """One `lwc_explore` tools/call line per id, all with `arguments`, as a host frames them."""
+    return b"".join(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": "lwc_explore", "arguments": arguments},
+            }
+        ).encode()
+        + b"\n"
+        for rid in rids
+    )
+
+
 @attrs.define
 class Harness:
     """Runs `serve_stdio` over in-memory streams and records when each answer arrived."""
@@ -61,14 +78,7 @@ class Harness:
 
     async def call(self, rid: Any, mode: str = "memory", **extra: Any) -> None:
         arguments = {"query": "trio nursery", "projectPath": self.project, "mode": mode, **extra}
-        await self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": rid,
-                "method": "tools/call",
-                "params": {"name": "lwc_explore", "arguments": arguments},
-            }
-        )
+        await self.to_server.send_all(call_lines(arguments, [rid]))
 
     project: str = ""
 
@@ -295,15 +305,7 @@ async def test_crashed_worker_is_restarted(
     assert second["partial"] is False
 
 
-@pytest.mark.parametrize(
-    ("fault", "code", "at"),
-    [
-        ("hang", "memory_timeout", 5.0),
-        ("raise", "memory_internal", 0.0),
-        ("garbage", "memory_bad_response", 0.0),
-        ("crash", "memory_crashed", 0.0),
-    ],
-)
+@pytest.mark.parametrize(("fault", "code", "at"), MEMORY_FAULTS)
 async def test_memory_faults_leave_code_unchanged(
     config: ServerConfig, clock: trio.testing.MockClock, fault: str, code: str, at: float
 ) -> None:
@@ -490,18 +492,7 @@ async def test_stalled_writer_loses_no_answer(
     stdout = _StalledStream()
     engines = {"memory": scripted(MEMORY_READY, 0.01), "code": scripted(CODE_READY, 0)}
     arguments = {"query": "q", "projectPath": str(config.workspace)}
-    lines = b"".join(
-        json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": rid,
-                "method": "tools/call",
-                "params": {"name": "lwc_explore", "arguments": arguments},
-            }
-        ).encode()
-        + b"\n"
-        for rid in range(200)
-    )
+    lines = call_lines(arguments, range(200))
     exit_code: list[int] = []
 
     async def serve() -> None:
@@ -603,20 +594,7 @@ async def test_fault_scripts_count_calls_in_arrival_order(
     faults = ";".join(["auth=raise*1;auth=delay:0*1"] * 10)
     async with running(config, faults=faults) as h:
         arguments = {"query": "q", "projectPath": h.project, "mode": "memory"}
-        await h.to_server.send_all(
-            b"".join(
-                json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": rid,
-                        "method": "tools/call",
-                        "params": {"name": "lwc_explore", "arguments": arguments},
-                    }
-                ).encode()
-                + b"\n"
-                for rid in range(20)
-            )
-        )
+        await h.to_server.send_all(call_lines(arguments, range(20)))
         await h.answered(*range(20))
         await h.to_server.aclose()
     refused = [rid for rid in range(20) if h.answers[rid][1]["result"]["isError"]]

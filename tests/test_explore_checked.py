@@ -17,7 +17,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from conftest_memory import new_store, page, put_pages
+from conftest_memory import MEMORY_FAULTS, new_store, page, put_pages
 
 from lwc_trio.actors.authorizer import PathChecks
 from lwc_trio.actors.explore import Explorer
@@ -182,16 +182,7 @@ def _memory_error(answer: tuple[dict[str, Any], bool]) -> str:
     return code
 
 
-@pytest.mark.parametrize(
-    ("fault", "code", "at"),
-    [
-        ("hang", "memory_timeout", 5.0),
-        ("raise", "memory_internal", 0.0),
-        ("garbage", "memory_bad_response", 0.0),
-        ("crash", "memory_crashed", 0.0),
-        ("delay:1", None, 1.0),
-    ],
-)
+@pytest.mark.parametrize(("fault", "code", "at"), [*MEMORY_FAULTS, ("delay:1", None, 1.0)])
 async def test_memory_faults_on_the_checked_path(
     config: ServerConfig,
     clock: trio.testing.MockClock,

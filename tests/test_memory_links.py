@@ -61,6 +61,8 @@ def test_slug_limit_counts_utf8_bytes() -> None:
     assert slug_problem("数" * 67) is not None
 
 
+# A deliberate reference implementation: `strip_code` without its shortcuts, kept line for
+# line (so `duplicates` pairs it with lwc_trio/memory/links.py) as the property test's oracle.
 def _strip_code_reference(markdown: str) -> str:
     """The line-by-line rule without shortcuts: every line matched against both patterns."""
     kept: list[str] = []

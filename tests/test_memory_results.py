@@ -117,6 +117,9 @@ def test_write_time_offsets_equal_the_analyzer_spans(text: str) -> None:
     assert first == _first_offsets_spans(text)
 
 
+# A deliberate reference implementation: `make_snippet` before its half-window shortcut, kept
+# line for line (so `duplicates` pairs it with lwc_trio/memory/results.py) as the oracle the
+# property test below compares the shortcut with.
 def _whole_window_snippet(text: str, at: int) -> str:
     """`make_snippet` as it was, flattening the whole 4 × SNIPPET_MAX window every time."""
     text = text[:SNIPPET_SCAN]
