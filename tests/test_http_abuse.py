@@ -166,6 +166,38 @@ def test_pipelined_requests_are_each_answered_within_their_own_deadline(server: 
     assert _status(last) == 200, last
 
 
+def _refused_head(port: int, length: int) -> bytes:
+    """A POST to a path the server does not serve: refused (404) on its head alone."""
+    return _post_head(port, length).replace(b"POST / ", b"POST /elsewhere ", 1)
+
+
+def test_a_refusal_sent_before_its_body_keeps_the_connection(server: Any) -> None:
+    """A 404 decided on the head is answered at once; once the body has come, the same
+    connection serves the next request (it used to be closed under the client)."""
+    srv = server("read=2")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(_refused_head(srv.port, len(PING)))
+        refused = _read_response(sock)  # before a byte of the body was sent
+        time.sleep(0.3)  # the server has finished its answer (and closed, before the fix)
+        sock.sendall(PING)
+        sock.sendall(_post_head(srv.port, len(PING)) + PING)
+        answered = _read_response(sock)
+    assert _status(refused) == 404, refused
+    assert b"connection: close" not in refused.lower()
+    assert _status(answered) == 200, answered
+
+
+def test_a_refusal_whose_body_never_comes_is_closed_at_the_read_deadline(server: Any) -> None:
+    srv = server("read=1,idle=60")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(_refused_head(srv.port, len(PING)))
+        started = time.monotonic()
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == 404, response
+    assert closed
+    assert time.monotonic() - started < WAIT
+
+
 # -- the keep-alive idle timeout ------------------------------------------------------------
 
 

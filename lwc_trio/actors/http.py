@@ -72,14 +72,13 @@ TOKEN_FILE_LIMIT: Final = 4096
 class _Inbound:
     """The request body as it arrives, and whether the client is still there.
 
-    `pump()` is the only reader of the ASGI `receive` channel. It keeps reading
-    after the body is complete, or past the cap, because hypercorn queues every
-    chunk and the final `http.disconnect` for the app and blocks the connection
-    when nobody takes them; what arrives past the cap is dropped, never kept.
+    hypercorn hands each ASGI receive event to `put()` (`_lwc_task_group`): no
+    channel and no task to pump one, so a request's body is usually complete before
+    its handler first runs. What arrives after the body is complete, or past the cap,
+    is dropped, never kept; `http.disconnect` cancels the request's work.
     """
 
-    receive: Receive
-    work: trio.CancelScope
+    work: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     connection: _Connection | None = None
     body: bytearray = attrs.field(factory=bytearray)
     ready: trio.Event = attrs.field(factory=trio.Event)
@@ -87,33 +86,38 @@ class _Inbound:
     too_large: bool = False
     gone: bool = False
 
-    async def pump(self) -> None:
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                # Closing the request is how an HTTP client cancels it.
-                self.gone = True
-                self.work.cancel()
+    async def put(self, message: dict[str, Any]) -> None:
+        self.take(message)
+
+    def take(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.disconnect":
+            # Closing the request is how an HTTP client cancels it.
+            self.gone = True
+            self.work.cancel()
+            self.ready.set()
+            return
+        if self.ready.is_set():
+            return
+        chunk = message.get("body", b"")
+        if len(self.body) + len(chunk) > BODY_LIMIT:
+            self.too_large = True
+            self.body.clear()
+            self.ready.set()
+        else:
+            self.body += chunk
+            if not message.get("more_body", False):
+                if self.connection is not None:
+                    self.connection.request_arrived()
                 self.ready.set()
-                return
-            if self.ready.is_set():
-                continue
-            chunk = message.get("body", b"")
-            if len(self.body) + len(chunk) > BODY_LIMIT:
-                self.too_large = True
-                self.body.clear()
-                self.ready.set()
-            else:
-                self.body += chunk
-                if not message.get("more_body", False):
-                    if self.connection is not None:
-                        self.connection.request_arrived()
-                    self.ready.set()
 
 
 @attrs.define(eq=False)
 class McpHttpApp:
-    """The ASGI app: one POST, one JSON-RPC message, one answer."""
+    """The app: one POST, one JSON-RPC message, one answer.
+
+    hypercorn runs `handle` once per request, with that request's `_Inbound`
+    (`_lwc_task_group`); `__call__` is the same app for any other ASGI server.
+    """
 
     policy: http_rules.Policy
     explorer: Explorer
@@ -126,52 +130,70 @@ class McpHttpApp:
         self.slots = trio.Semaphore(self.max_in_flight)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        connection = (scope.get("state") or {}).get(CONNECTION_KEY)
+        inbound = _Inbound(connection=connection if isinstance(connection, _Connection) else None)
+
+        async def pump() -> None:
+            while True:
+                message = await receive()
+                inbound.take(message)
+                if message["type"] == "http.disconnect":
+                    return
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump)
+            await self.handle(scope, inbound, send)
+            nursery.cancel_scope.cancel()
+
+    async def handle(self, scope: Scope, inbound: _Inbound, send: Send) -> None:
         if scope["type"] == "http":
-            await self._http(scope, receive, send)
+            await self._http(scope, inbound, send)
         elif scope["type"] == "websocket":
             await self._websocket(scope, send)
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, inbound: _Inbound, send: Send) -> None:
         head = http_rules.Head(scope["method"], scope["path"], scope["headers"])
-        connection = (scope.get("state") or {}).get(CONNECTION_KEY)
+        connection = inbound.connection
         http1 = str(scope.get("http_version", "1.1")).startswith("1")
         # The request began with its first byte (HTTP/1), or now (HTTP/2 streams).
         began = trio.current_time()
-        if isinstance(connection, _Connection) and http1 and connection.phase == "reading":
+        if connection is not None and http1 and connection.phase == "reading":
             began = min(began, connection.since)
-        inbound = _Inbound(receive, trio.CancelScope(), connection)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(inbound.pump)
-            response: Response | None = None
-            with inbound.work:
-                response = await self._respond(head, inbound, began + self.limits.read_timeout)
-            if response is not None and not inbound.gone:
-                if isinstance(connection, _Connection):
-                    # Whatever the client sends after a closing answer is not parsed.
-                    connection.closing = connection.closing or response.close
-                    connection.answering = trio.Event()
-                    connection.answerer = trio.lowlevel.current_task()
-                # Outside the work scope: a finished answer is always delivered whole.
-                try:
-                    await _send(send, response, http1)
-                except (trio.BrokenResourceError, trio.BusyResourceError) as exc:
-                    # The client hung up while hypercorn was writing or closing.
-                    log.debug("client left before its %d was sent: %r", response.status, exc)
-                finally:
-                    if isinstance(connection, _Connection) and connection.answering is not None:
-                        connection.answering.set()
-                        connection.answering = None
-            nursery.cancel_scope.cancel()
+        deadline = began + self.limits.read_timeout
+        response: Response | None = None
+        with inbound.work:
+            response = await self._respond(head, inbound, deadline)
+        if response is None or inbound.gone:
+            return
+        if connection is not None:
+            # Whatever the client sends after a closing answer is not parsed.
+            connection.closing = connection.closing or response.close
+            connection.answering = trio.Event()
+            connection.answerer = trio.lowlevel.current_task()
+        # Outside the work scope: a finished answer is always delivered whole.
+        try:
+            if inbound.ready.is_set() or response.close:
+                await _send(send, response, http1)
+            else:
+                await _send_then_drain(send, response, http1, inbound, deadline)
+        except (trio.BrokenResourceError, trio.BusyResourceError) as exc:
+            # The client hung up while hypercorn was writing or closing.
+            log.debug("client left before its %d was sent: %r", response.status, exc)
+        finally:
+            if connection is not None and connection.answering is not None:
+                connection.answering.set()
+                connection.answering = None
 
     async def _respond(self, head: http_rules.Head, inbound: _Inbound, deadline: float) -> Response:
         refused = http_rules.check_head(self.policy, head)
         if refused is not None:
             return refused
-        with trio.move_on_at(deadline) as waiting:
-            if inbound.connection is not None:
-                # The connection cap may end this wait early to make room (`_Connections`).
-                inbound.connection.body_wait = waiting
-            await inbound.ready.wait()
+        if not inbound.ready.is_set():
+            with trio.move_on_at(deadline) as waiting:
+                if inbound.connection is not None:
+                    # The connection cap may end this wait early to make room (`_Connections`).
+                    inbound.connection.body_wait = waiting
+                await inbound.ready.wait()
         if not inbound.ready.is_set():
             return http_rules.timed_out(self.limits)
         if inbound.too_large:
@@ -217,6 +239,32 @@ async def _send(send: Send, response: Response, http1: bool = True) -> None:
     await send({"type": "http.response.body", "body": response.body})
 
 
+async def _send_then_drain(
+    send: Send, response: Response, http1: bool, inbound: _Inbound, deadline: float
+) -> None:
+    """A refusal sent before its request's body has come (the head decided it).
+
+    The answer goes out at once; its end is marked only once the rest of the body has
+    been read (and dropped), within the request's read deadline, because hypercorn keeps
+    a connection for the next request only when both sides have finished theirs. A body
+    that does not come in time, or a client that leaves, ends in a closed connection.
+    """
+    await send(
+        {
+            "type": "http.response.start",
+            "status": response.status,
+            "headers": response.asgi_headers(http1),
+        }
+    )
+    await send({"type": "http.response.body", "body": response.body, "more_body": True})
+    with trio.move_on_at(deadline) as waiting:
+        if inbound.connection is not None:
+            # The connection cap may end this wait early to make room (`_Connections`).
+            inbound.connection.body_wait = waiting
+        await inbound.ready.wait()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 # -- connections: read deadlines and the cap ----------------------------------------------
 
 
@@ -246,6 +294,9 @@ class _Connection:
     answerer: trio.lowlevel.Task | None = None
     """The task writing that answer."""
     closed: bool = False
+    reader: trio.CancelScope | None = None
+    """The scope of the connection's current read; its deadline is the read or idle
+    timeout, and cancelling it while idle closes the connection."""
 
     def first_byte(self) -> None:
         if self.phase == "idle":
@@ -326,6 +377,12 @@ class _Connections:
         self.open[connection] = None
         return True
 
+    def close_idle(self) -> None:
+        """Wake the reader of every idle connection: it sees the server stopping and closes."""
+        for connection in self.open:
+            if connection.phase == "idle" and connection.reader is not None:
+                connection.reader.cancel()
+
     def discard(self, connection: _Connection) -> None:
         self.open.pop(connection, None)
 
@@ -365,26 +422,144 @@ def _fd_usage() -> tuple[int | None, int]:
     return limit, 0
 
 
+async def _run_request(
+    app: McpHttpApp, scope: Any, inbound: _Inbound, send: Callable[[Any], Awaitable[None]]
+) -> None:
+    """One request's task (hypercorn's `_handle`, with lwc's app and inbound)."""
+    try:
+        await app.handle(scope, inbound, send)
+    except trio.Cancelled:
+        raise
+    except Exception:
+        log.exception("request failed inside the app")
+    finally:
+        # Tells hypercorn the app is done: it recycles or closes the connection.
+        await send(None)
+
+
 @cache
 def _lwc_tcp_server() -> Any:
-    """hypercorn's `TCPServer` with lwc's read deadline and connection bookkeeping."""
+    """hypercorn's `TCPServer` with lwc's deadlines, connection bookkeeping and a cheaper
+    path per request.
+
+    Per request, hypercorn 0.18 spawns the app's task and a memory channel for its
+    receive events, spawns an idle-timeout task (and waits for it to start) after every
+    answer, and writes an answer's head and body with one socket write each. Here the
+    reader's own deadline is the idle timeout, the request's `_Inbound` takes the
+    receive events directly (one task per request), and an HTTP/1 answer's head goes
+    out with its body in one write.
+    """
+    import h11
+    from hypercorn.config import Config
     from hypercorn.events import Closed, RawData, Updated
+    from hypercorn.protocol import ProtocolWrapper
     from hypercorn.protocol.h11 import H11Protocol
+    from hypercorn.trio.task_group import TaskGroup
     from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
+    from hypercorn.typing import AppWrapper, ASGIReceiveEvent, ASGISendEvent, ConnectionState
+    from hypercorn.typing import Scope as AnyScope
+    from hypercorn.utils import parse_socket_addr
+
+    class LwcTaskGroup(TaskGroup):
+        lwc_app: McpHttpApp
+        lwc_connection: _Connection
+
+        async def spawn_app(
+            self,
+            app: AppWrapper,
+            config: Config,
+            scope: AnyScope,
+            send: Callable[[ASGISendEvent | None], Awaitable[None]],
+        ) -> Callable[[ASGIReceiveEvent], Awaitable[None]]:
+            inbound = _Inbound(connection=self.lwc_connection)
+            assert self._nursery is not None
+            self._nursery.start_soon(_run_request, self.lwc_app, scope, inbound, send)
+            put: Callable[[ASGIReceiveEvent], Awaitable[None]] = inbound.put  # type: ignore[assignment]
+            return put
 
     class LwcTCPServer(TCPServer):
         lwc_connection: _Connection
         lwc_limits: Limits
+        lwc_app: McpHttpApp
+        lwc_head: bytes = b""
+        """An HTTP/1 answer's head, held until its body (or its end) is written."""
+
+        async def run(self) -> None:
+            # hypercorn's, without TLS (lwc serves plain HTTP) and without its idle task.
+            socket = self.stream.socket
+            try:
+                client = parse_socket_addr(socket.family, socket.getpeername())
+                server = parse_socket_addr(socket.family, socket.getsockname())
+                task_group = LwcTaskGroup()
+                task_group.lwc_app = self.lwc_app
+                task_group.lwc_connection = self.lwc_connection
+                async with task_group:
+                    self._task_group = task_group
+                    self.protocol = ProtocolWrapper(
+                        self.app,
+                        self.config,
+                        self.context,
+                        task_group,
+                        ConnectionState(self.state),
+                        False,
+                        client,
+                        server,
+                        self.protocol_send,
+                        "http/1.1",
+                    )
+                    await self.protocol.initiate()
+                    await self._read_data()
+            except OSError:
+                pass
+            finally:
+                await self._close()
 
         async def protocol_send(self, event: Any) -> None:
-            # Noted before hypercorn acts on it: its handling yields, and the reader may
-            # parse the next (pipelined) request meanwhile, whose "parsed" must come last.
-            if isinstance(event, Updated):
+            if isinstance(event, RawData):
+                await self._write(event.data)
+            elif isinstance(event, Updated):
+                # Noted before hypercorn acts on it: its handling yields, and the reader may
+                # parse the next (pipelined) request meanwhile, whose "parsed" must come last.
+                connection = self.lwc_connection
                 if event.idle:
-                    self.lwc_connection.idle_again()
+                    connection.idle_again()
+                    if connection.reader is not None:
+                        connection.reader.deadline = self._read_deadline()
                 else:
-                    self.lwc_connection.headers_parsed()
-            await super().protocol_send(event)
+                    connection.headers_parsed()
+            else:
+                # An answer cut short (the app failed between its head and its body) is
+                # not sent in part: the client sees the connection close.
+                self.lwc_head = b""
+                await super().protocol_send(event)
+
+        async def _write(self, data: bytes) -> None:
+            protocol = self.protocol.protocol
+            if (
+                not self.lwc_head
+                and isinstance(protocol, H11Protocol)
+                and type(protocol.connection) is h11.Connection
+                and protocol.connection.our_state is h11.SEND_BODY
+            ):
+                # The head: h11 is now sending the body, which follows in the same task.
+                self.lwc_head = data
+                return
+            if self.lwc_head:
+                data, self.lwc_head = self.lwc_head + data, b""
+            if not data:
+                return  # the end of a Content-Length body adds no bytes
+            lock = self.send_lock
+            try:
+                lock.acquire_nowait()
+            except trio.WouldBlock:
+                await lock.acquire()
+            try:
+                with trio.CancelScope(shield=True):
+                    await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.protocol.handle(Closed())
+            finally:
+                lock.release()
 
         async def _close(self) -> None:
             # hypercorn closes without its send lock. When h11 fails on input that came
@@ -400,22 +575,34 @@ def _lwc_tcp_server() -> Any:
                     await answering.wait()
             await super()._close()
 
+        def _read_deadline(self) -> float:
+            """When the reader gives up: the read timeout while a request's headers are
+            coming, the idle timeout (at once once the server stops) while idle."""
+            connection = self.lwc_connection
+            if connection.phase == "idle":
+                if self.context.terminated.is_set():
+                    return -inf
+                return connection.since + self.lwc_limits.idle_timeout
+            if connection.phase == "reading" and not connection.headers_done:
+                return connection.since + self.lwc_limits.read_timeout
+            return inf
+
         async def _read_data(self) -> None:
             connection = self.lwc_connection
             connection.send_lock = self.send_lock
             connection.http1 = isinstance(self.protocol.protocol, H11Protocol)
             while True:
-                deadline = inf
-                if connection.phase == "reading" and not connection.headers_done:
-                    deadline = connection.since + self.lwc_limits.read_timeout
+                reader = connection.reader = trio.CancelScope(deadline=self._read_deadline())
                 try:
-                    with trio.move_on_at(deadline) as scope:
+                    with reader:
                         data = await self.stream.receive_some(MAX_RECV)
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     break
-                if scope.cancelled_caught:
-                    # The headers did not arrive in time: nothing was answered yet.
-                    await connection.refuse(http_rules.timed_out(self.lwc_limits))
+                if reader.cancelled_caught:
+                    if connection.phase == "reading" and not connection.headers_done:
+                        # The headers did not arrive in time: nothing was answered yet.
+                        await connection.refuse(http_rules.timed_out(self.lwc_limits))
+                    # Otherwise idle for too long, or the server is stopping: close.
                     break
                 if connection.closing:
                     # Bytes after an answer that closes the connection (say, a request
@@ -426,11 +613,10 @@ def _lwc_tcp_server() -> Any:
                     continue
                 if data and connection.phase == "idle":
                     connection.first_byte()
-                    # The read deadline governs now; the idle timer would cut it short.
-                    await self.idle_task.stop()
                 await self.protocol.handle(RawData(bytes(data)))
                 if data == b"":
                     break
+            connection.reader = None
             await self.protocol.handle(Closed())
 
     return LwcTCPServer
@@ -538,7 +724,7 @@ async def _serve_connections(
         server = server_class(
             asgi, config, context, ConnectionState({CONNECTION_KEY: connection}), stream
         )
-        server.lwc_connection, server.lwc_limits = connection, limits
+        server.lwc_connection, server.lwc_limits, server.lwc_app = connection, limits, app
         try:
             await server
         except* Exception as group:
@@ -558,6 +744,7 @@ async def _serve_connections(
             acceptor.cancel_scope.cancel()  # closes the listener: new clients are refused
         # Idle keep-alive connections close now; busy ones get the grace to answer.
         await context.terminated.set()
+        connections.close_idle()
         handlers.cancel_scope.deadline = trio.current_time() + grace
 
 
