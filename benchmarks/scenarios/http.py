@@ -336,8 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             targets.append(start_lwc(workspace, env))
             targets.append(start_same(root, env, workspace))
             if args.baseline is not None:
-                base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
-                targets.append(start_lwc(workspace, base_env, key="base"))
+                base = args.baseline.resolve()
+                targets.append(start_lwc(workspace, env, key="base", source=base))
             if with_sdk:
                 targets.append(start_sdk(root, env))
             results = trio.run(_run_all, targets, plan, args.workloads, rounds)

@@ -64,10 +64,19 @@ def _free_port() -> int:
         return port
 
 
-def start_lwc(workspace: Path, env: dict[str, str], key: str = "lwc") -> Target:
+def start_lwc(
+    workspace: Path, env: dict[str, str], key: str = "lwc", source: Path | None = None
+) -> Target:
+    """`lwc serve --transport http`; from `source` (a directory holding `lwc_trio/`) if given.
+
+    `python -m` puts its working directory first on `sys.path`, ahead of PYTHONPATH, so
+    the other source is chosen by starting there.
+    """
     argv = [sys.executable, "-m", "lwc_trio", "serve", "--mcp", "--transport", "http"]
     argv += ["--http-listen", "127.0.0.1:0", "--path", str(workspace)]
-    proc, host, port, _errfd, _path = start_http_server(argv, env)
+    if source is not None:
+        env = {**env, "PYTHONPATH": str(source)}
+    proc, host, port, _errfd, _path = start_http_server(argv, env, cwd=source)
 
     def check(result: dict[str, Any]) -> None:
         memory = result.get("structuredContent", {}).get("memory", {})
