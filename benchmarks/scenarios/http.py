@@ -54,7 +54,7 @@ import trio
 
 from benchmarks.fixtures import private_env, shared_wiki
 from benchmarks.http import HttpConnection
-from benchmarks.procstats import cpu_s
+from benchmarks.procstats import cpu_s, main_thread_cpu_s
 from benchmarks.scenarios.http_targets import (
     FULL,
     IO_TIMEOUT,
@@ -105,11 +105,19 @@ class Sample:
     cpu_s: float | None = None
     """The server's CPU time over the measured requests: steadier than latency on a shared
     machine, where other load adds waiting rather than work."""
+    loop_cpu_s: float | None = None
+    """The part of it on the main thread (the event loop: HTTP, protocol, dispatch); the
+    rest is worker threads (the memory engine, the path check)."""
 
     def add(self, other: Sample) -> None:
         self.latencies_ms += other.latencies_ms
         self.wall_s += other.wall_s
         self.cpu_s = None if self.cpu_s is None or other.cpu_s is None else self.cpu_s + other.cpu_s
+        self.loop_cpu_s = (
+            None
+            if self.loop_cpu_s is None or other.loop_cpu_s is None
+            else self.loop_cpu_s + other.loop_cpu_s
+        )
 
     def summary(self) -> dict[str, float]:
         out = {
@@ -119,14 +127,19 @@ class Sample:
         }
         if self.cpu_s is not None:
             out["cpu_us_per_request"] = self.cpu_s / len(self.latencies_ms) * 1e6
+        if self.loop_cpu_s is not None:
+            out["loop_cpu_us_per_request"] = self.loop_cpu_s / len(self.latencies_ms) * 1e6
         return out
 
 
-def _cpu(target: Target) -> float | None:
+def _cpu(target: Target) -> tuple[float, float] | None:
+    """(all threads, main thread) CPU seconds of the server so far; None without /proc."""
     try:
-        return None if target.proc is None else cpu_s(target.proc.pid)
+        if target.proc is None:
+            return None
+        return cpu_s(target.proc.pid), main_thread_cpu_s(target.proc.pid)
     except OSError:
-        return None  # no /proc here
+        return None
 
 
 async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> Sample:
@@ -179,7 +192,8 @@ async def _measure(target: Target, workload: str, clients: int, plan: Plan) -> S
     sample.wall_s = time.perf_counter() - started
     cpu_after = _cpu(target)
     if cpu_before is not None and cpu_after is not None:
-        sample.cpu_s = cpu_after - cpu_before
+        sample.cpu_s = cpu_after[0] - cpu_before[0]
+        sample.loop_cpu_s = cpu_after[1] - cpu_before[1]
     return sample
 
 
@@ -206,7 +220,7 @@ async def _run_all(
                     if workload == "bare" and target.bare_call is None:
                         continue
                     sample = await _measure(target, workload, clients, plan)
-                    samples.setdefault(target.key, Sample(cpu_s=0.0)).add(sample)
+                    samples.setdefault(target.key, Sample(cpu_s=0.0, loop_cpu_s=0.0)).add(sample)
             for key, sample in samples.items():
                 results.setdefault(key, {})[f"{workload}@{clients}"] = sample.summary()
     return results
@@ -253,7 +267,7 @@ def _report(results: dict[str, Any], plan: Plan, rounds: int = 1) -> tuple[str, 
     if "call@1" in measured and "sdk" in results:
         rows += [_row("call (vs echo SDK)", n, *_pair(results, "sdk", "call", n)) for n in LEVELS]
     headers = ["workload", "clients", "lwc rps", "peer rps", "lwc/peer"]
-    headers += ["lwc median / p99 ms", "peer median / p99 ms", "server CPU µs/request lwc / peer"]
+    headers += ["lwc median / p99 ms", "peer median / p99 ms", "CPU µs/request (loop) lwc / peer"]
     per_cell = f"{plan.requests} requests" + (f" x {rounds} rounds" if rounds > 1 else "")
     lines = [
         f"bench http: {per_cell} per cell; python {platform.python_version()}, "
@@ -281,9 +295,14 @@ def _pair(
 
 
 def _cpu_cell(*samples: dict[str, float]) -> str:
-    return " / ".join(
-        f"{s['cpu_us_per_request']:.0f}" if "cpu_us_per_request" in s else "n/a" for s in samples
-    )
+    """Each server's CPU per request, its event-loop thread's share in parentheses."""
+    cells = []
+    for s in samples:
+        cell = f"{s['cpu_us_per_request']:.0f}" if "cpu_us_per_request" in s else "n/a"
+        if "loop_cpu_us_per_request" in s:
+            cell += f" ({s['loop_cpu_us_per_request']:.0f})"
+        cells.append(cell)
+    return " / ".join(cells)
 
 
 def _baseline_table(results: dict[str, Any]) -> str:
@@ -298,7 +317,11 @@ def _baseline_table(results: dict[str, Any]) -> str:
             label = "call, nothing to search" if workload == "bare" else workload
             rows.append(_row(label, clients, lwc, base))
     headers = ["workload", "clients", "lwc rps", "baseline rps", "lwc/baseline"]
-    headers += ["lwc median / p99 ms", "baseline median / p99 ms", "CPU µs/request lwc / baseline"]
+    headers += [
+        "lwc median / p99 ms",
+        "baseline median / p99 ms",
+        "CPU µs/request (loop) lwc / base",
+    ]
     return markdown_table(headers, rows, align="lrrrrrrr")
 
 
