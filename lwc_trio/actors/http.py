@@ -482,7 +482,9 @@ def _lwc_tcp_server() -> Any:
         lwc_limits: Limits
         lwc_app: McpHttpApp
         lwc_head: bytes = b""
-        """An HTTP/1 answer's head, held until its body (or its end) is written."""
+        """An HTTP/1 answer's head, held until its first body bytes (or its end) are written."""
+        lwc_in_body: bool = False
+        """The answer's head has been written (or is held): what follows is its body."""
 
         async def run(self) -> None:
             # hypercorn's, without TLS (lwc serves plain HTTP) and without its idle task.
@@ -530,20 +532,22 @@ def _lwc_tcp_server() -> Any:
             else:
                 # An answer cut short (the app failed between its head and its body) is
                 # not sent in part: the client sees the connection close.
-                self.lwc_head = b""
+                self.lwc_head, self.lwc_in_body = b"", False
                 await super().protocol_send(event)
 
         async def _write(self, data: bytes) -> None:
             protocol = self.protocol.protocol
-            if (
-                not self.lwc_head
-                and isinstance(protocol, H11Protocol)
+            sending_body = (
+                isinstance(protocol, H11Protocol)
                 and type(protocol.connection) is h11.Connection
                 and protocol.connection.our_state is h11.SEND_BODY
-            ):
-                # The head: h11 is now sending the body, which follows in the same task.
+            )
+            if sending_body and not self.lwc_in_body:
+                # The head: h11 has moved on to the body, which follows in the same task.
+                self.lwc_in_body = True
                 self.lwc_head = data
                 return
+            self.lwc_in_body = sending_body
             if self.lwc_head:
                 data, self.lwc_head = self.lwc_head + data, b""
             if not data:
