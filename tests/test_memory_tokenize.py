@@ -14,6 +14,7 @@ from lwc_trio.memory.tokenize import (
     index_terms,
     index_words,
     query_terms,
+    surely_within_term_limit,
     token_spans,
     tokenize,
     tokens,
@@ -148,3 +149,20 @@ def test_index_terms_are_the_query_form_without_cjk(text: str) -> None:
     query_form = [term for term, _w, _s in token_spans(text, query=True)]
     if not has_cjk(text):
         assert index_words(text)[0] == query_form
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([" ", "-", "_", "'", "the", "running", "runs", "x1", "é", "中"]),
+            st.text(alphabet="abcxyz019", min_size=1, max_size=3),
+        ),
+        max_size=150,
+    )
+)
+def test_the_term_limit_shortcut_never_lets_too_many_terms_through(parts: list[str]) -> None:
+    """Whenever the shortcut says a text is within the limit, tokenizing agrees."""
+    text = "".join(parts)
+    if surely_within_term_limit(text):
+        assert len(tokenize(text)) <= MAX_TERMS

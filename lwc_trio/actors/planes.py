@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -465,17 +464,13 @@ class PlaneClient:
         return answer, round((trio.current_time() - started) * 1000)
 
 
-_ASCII_RUN: Final = re.compile(r"[^\W_]+", re.ASCII)
-"""In ASCII text each run of these is at most one search term (the tokenizer's own runs)."""
-
-
 def check_memory_arguments(args: ExploreArgs) -> None:
     """SPEC §2: more than 64 search terms is `invalid_query` when memory is asked."""
-    from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
+    from lwc_trio.memory.tokenize import MAX_TERMS, surely_within_term_limit, tokenize
 
     query = args.query
-    if query.isascii() and len(_ASCII_RUN.findall(query)) <= MAX_TERMS:
-        return  # no more runs than the limit, so no more terms: skip the stemmer
+    if surely_within_term_limit(query):
+        return  # the common case, without the stemmer
     terms = len(tokenize(query))
     if terms > MAX_TERMS:
         raise ArgumentError(

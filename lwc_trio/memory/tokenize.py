@@ -35,6 +35,7 @@ __all__ = [
     "plain_words",
     "query_terms",
     "stem_words",
+    "surely_within_term_limit",
     "token_spans",
     "tokenize",
     "tokens",
@@ -225,6 +226,12 @@ def parse_query(text: str) -> tuple[list[QueryTerm], str]:
         surfaces.setdefault(term, surface)
         sequence.append(term)
     return [QueryTerm(term, surfaces[term], n) for term, n in counts.items()], " ".join(sequence)
+
+
+def surely_within_term_limit(text: str) -> bool:
+    """True when `text` cannot have more than `MAX_TERMS` terms, known without stemming:
+    ASCII text with no more word runs than the limit (each run is at most one term)."""
+    return text.isascii() and len(_ASCII_WORD.findall(text)) <= MAX_TERMS
 
 
 def tokenize(text: str) -> list[str]:
