@@ -65,21 +65,21 @@ class PathChecks:
 
     config: ServerConfig
     faults: FaultPlan = attrs.field(factory=FaultPlan)
-    rules: Rules | None = None
+    rules: Rules = attrs.field(
+        default=attrs.Factory(
+            lambda self: partial(
+                authorize_project_path, workspace=self.config.workspace, env=self.config.env
+            ),
+            takes_self=True,
+        )
+    )
     """The rules without faults; by default `authorize_project_path` in the workspace."""
     hung: threading.Event = attrs.field(factory=threading.Event)
     """What `auth=hang` checks wait on; set as the services stop, so those threads end."""
 
-    def __attrs_post_init__(self) -> None:
-        if self.rules is None:
-            self.rules = partial(
-                authorize_project_path, workspace=self.config.workspace, env=self.config.env
-            )
-
     def draw(self) -> PathCheck:
         """The next call's check (consumes one `auth=` fault, if any is scripted)."""
         rules = self.rules
-        assert rules is not None
         fault = self.faults.next("auth")
         if fault is None:
             return PathCheck(rules)
