@@ -461,6 +461,60 @@ async def test_a_ping_reply_skips_queued_tool_answers() -> None:
     assert ids == [0, "p", *range(1, 20)]
 
 
+class _Pipe:
+    """A non-blocking pipe write that takes at most `room` bytes per call (fault injection)."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.data = bytearray()
+
+    def __call__(self, data: bytes) -> int:
+        if self.room <= 0:
+            raise BlockingIOError
+        taken = bytes(data[: self.room])
+        self.data += taken
+        return len(taken)
+
+
+async def test_an_idle_writer_lets_the_producer_write_its_line() -> None:
+    """With nothing queued, an answer is on stdout when `send()` returns: no writer turn."""
+    from lwc_trio.actors.stdio import StdoutWriter
+
+    stream = _RecordingStream()
+    pipe = _Pipe(room=1 << 20)
+    writer = StdoutWriter(stream, pipe)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        await writer.outbox.send(b'{"id":1}\n')
+        await writer.urgent.send(b'{"id":"p"}\n')
+        assert bytes(pipe.data) == b'{"id":1}\n{"id":"p"}\n'
+        writer.outbox.close()
+        writer.urgent.close()
+    assert stream.writes == []
+
+
+async def test_a_line_stdout_takes_in_part_is_finished_before_any_other() -> None:
+    """What the pipe did not take at once is written next, ahead of an urgent reply: lines
+    never interleave."""
+    from lwc_trio.actors.stdio import StdoutWriter
+
+    stream = _RecordingStream()
+    pipe = _Pipe(room=5)
+    writer = StdoutWriter(stream, pipe)
+    answer = b'{"id":1,"result":"' + b"x" * 100 + b'"}\n'
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        await writer.outbox.send(answer)
+        pipe.room = 0  # the pipe is full now: everything else waits for the writer
+        await writer.urgent.send(b'{"id":"p"}\n')
+        await writer.outbox.send(b'{"id":2}\n')
+        writer.outbox.close()
+        writer.urgent.close()
+    assert bytes(pipe.data) + b"".join(stream.writes) == answer + b'{"id":"p"}\n{"id":2}\n'
+
+
 class _StalledStream(trio.abc.SendStream):
     """A stdout whose reader has stopped reading until `release` is set (a paused host)."""
 

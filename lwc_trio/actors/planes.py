@@ -19,7 +19,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -88,63 +88,111 @@ class PlaneJob:
 
 @attrs.define(eq=False)
 class PlaneWorker:
-    """The actor serving one plane's mailbox until it is cancelled or crashes."""
+    """The actor serving one plane's mailbox until it is cancelled or crashes.
+
+    While it runs with no fault scripted for its plane, a request finding the mailbox empty
+    serves its job in its own task (`serve_here`) instead of queueing it: the same engine,
+    deadline and answers, without the two task switches and the reply channel of the
+    mailbox round trip. Such jobs are tied to this worker all the same: when it stops, each
+    one still running learns `<plane>_crashed`, as a queued job would.
+    """
 
     plane: PlaneName
     inbox: trio.MemoryReceiveChannel[PlaneJob]
     faults: FaultPlan
     open_engine: EngineFactory
+    _engine: Engine | None = None
+    """The engine while `run()` serves it."""
+    _here: set[_HereJob] = attrs.field(factory=set)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve jobs concurrently; raises `WorkerCrashed` on an injected crash."""
         async with self.open_engine() as engine, trio.open_nursery() as nursery:
-            task_status.started()
-            while True:
-                # The mailbox outlives this worker, so it is not closed here.
-                job = await self.inbox.receive()
-                fault = self.faults.next(self.plane)
-                if fault is not None and fault.kind == "crash":
-                    await job.reply.aclose()
-                    raise WorkerCrashed(f"{self.plane} worker crashed (injected fault)")
-                nursery.start_soon(self._serve, job, engine, fault)
+            self._engine = engine
+            try:
+                task_status.started()
+                while True:
+                    # The mailbox outlives this worker, so it is not closed here.
+                    job = await self.inbox.receive()
+                    fault = self.faults.next(self.plane)
+                    if fault is not None and fault.kind == "crash":
+                        await job.reply.aclose()
+                        raise WorkerCrashed(f"{self.plane} worker crashed (injected fault)")
+                    nursery.start_soon(self._serve, job, engine, fault)
+            finally:
+                self._engine = None
+                for here in self._here:
+                    here.crashed = True
+                    here.scope.cancel()
+
+    def can_serve_here(self) -> bool:
+        """Whether a request may serve its job itself now: the engine is up, no fault can
+        come (faults keep their order in the mailbox) and no job waits ahead of it."""
+        return (
+            self._engine is not None
+            and not self.inbox.statistics().current_buffer_used
+            and not self.faults.scripted(self.plane)
+        )
+
+    async def serve_here(self, payload: Any, deadline: float) -> Any:
+        """Run `payload` in the calling task until `deadline`, answering as `_serve` would;
+        only after `can_serve_here()`."""
+        assert self._engine is not None
+        here = _HereJob(trio.CancelScope(deadline=deadline))
+        self._here.add(here)
+        try:
+            answer = await self._outcome(payload, here.scope, self._engine, None)
+        finally:
+            self._here.discard(here)
+        return _crashed(self.plane) if here.crashed else answer
 
     async def _serve(self, job: PlaneJob, engine: Engine, fault: Fault | None) -> None:
         async with job.reply:
-            answer: Any = None
-            checked = _Found()
-            with job.scope:
-                try:
-                    if isinstance(job.payload, CheckedQuery) and fault is not None:
-                        answer = await self._checked_fault(job, engine, fault, checked)
-                    else:
-                        answer = await self._answer(job.payload, engine, fault)
-                except Exception as exc:
-                    log.warning("%s plane failed: %r", self.plane, exc)
-                    answer = plane_error(
-                        fault_code(self.plane, "internal"),
-                        f"{self.plane} plane failed: {type(exc).__name__}",
-                    )
-            if job.scope.cancelled_caught:
-                answer = _timeout(self.plane)
-            if checked.project is not None and not isinstance(answer, Checked):
-                answer = Checked(checked.project, answer)  # the path passed; the search did not
+            answer = await self._outcome(job.payload, job.scope, engine, fault)
             # The request may have given up first; then nobody is waiting.
             with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
                 job.reply.send_nowait(answer)
 
+    async def _outcome(
+        self, payload: Any, scope: trio.CancelScope, engine: Engine, fault: Fault | None
+    ) -> Any:
+        answer: Any = None
+        checked = _Found()
+        with scope:
+            try:
+                if isinstance(payload, CheckedQuery) and fault is not None:
+                    answer = await self._checked_fault(payload, scope, engine, fault, checked)
+                else:
+                    answer = await self._answer(payload, engine, fault)
+            except Exception as exc:
+                log.warning("%s plane failed: %r", self.plane, exc)
+                answer = plane_error(
+                    fault_code(self.plane, "internal"),
+                    f"{self.plane} plane failed: {type(exc).__name__}",
+                )
+        if scope.cancelled_caught:
+            answer = _timeout(self.plane)
+        if checked.project is not None and not isinstance(answer, Checked):
+            answer = Checked(checked.project, answer)  # the path passed; the search did not
+        return answer
+
     async def _checked_fault(
-        self, job: PlaneJob, engine: Engine, fault: Fault, checked: _Found
+        self,
+        query: CheckedQuery,
+        scope: trio.CancelScope,
+        engine: Engine,
+        fault: Fault,
+        checked: _Found,
     ) -> Any:
         """A `CheckedQuery` with a fault scripted for its search: the same path check on the
         same lane (a job of its own), then the fault where the search would start, then the
         search under the deadline it has without a fault (`memory_timeout` from the check's
         end)."""
-        query: CheckedQuery = job.payload
         first = await engine(attrs.evolve(query, search=False))
         if not isinstance(first, Checked):
             return first  # refused, or no thread in time: what the fused job would answer
         checked.project = first.project
-        job.scope.deadline = trio.current_time() + query.memory_timeout
+        scope.deadline = trio.current_time() + query.memory_timeout
         return await self._answer(query.build(first.project), engine, fault)
 
     async def _answer(self, payload: Any, engine: Engine, fault: Fault | None) -> Any:
@@ -165,15 +213,20 @@ def _timeout(plane: str) -> dict[str, Any]:
 
 
 async def ask(
-    mailbox: trio.MemorySendChannel[PlaneJob], plane: PlaneName, payload: Any, deadline: float
+    mailbox: trio.MemorySendChannel[PlaneJob],
+    plane: PlaneName,
+    payload: Any,
+    deadline: float,
+    worker: PlaneWorker | None = None,
 ) -> PlaneObject:
     """Run `payload` on a plane until `deadline` (trio time); always returns a plane object.
 
     Whatever goes wrong on the plane's side (timeout, crash, garbage, an
     exception) comes back as that plane's `state: error`; only this request's
-    own cancellation propagates.
+    own cancellation propagates. `worker`: the worker serving `mailbox`, when the
+    request may serve its job itself (see `PlaneWorker`).
     """
-    return checked_object(plane, await ask_raw(mailbox, plane, payload, deadline))
+    return checked_object(plane, await ask_raw(mailbox, plane, payload, deadline, worker))
 
 
 def checked_object(plane: PlaneName, answer: Any) -> PlaneObject:
@@ -187,10 +240,16 @@ def checked_object(plane: PlaneName, answer: Any) -> PlaneObject:
 
 
 async def ask_raw(
-    mailbox: trio.MemorySendChannel[PlaneJob], plane: PlaneName, payload: Any, deadline: float
+    mailbox: trio.MemorySendChannel[PlaneJob],
+    plane: PlaneName,
+    payload: Any,
+    deadline: float,
+    worker: PlaneWorker | None = None,
 ) -> Any:
     """`ask()` without the shape check: the worker's answer as it came, or a plane error
     object for a timeout or a crash."""
+    if worker is not None and worker.can_serve_here():
+        return await worker.serve_here(payload, deadline)
     reply_send, reply_recv = trio.open_memory_channel[Any](1)
     job = PlaneJob(payload, trio.CancelScope(deadline=deadline), reply_send)
     try:
@@ -238,6 +297,15 @@ class CheckedQuery:
     memory_timeout: float
     search: bool = True
     """False: the path check alone (its answer is `Checked` with no body)."""
+
+
+@attrs.define(eq=False)
+class _HereJob:
+    """A job a request serves itself (`PlaneWorker.serve_here`)."""
+
+    scope: trio.CancelScope
+    crashed: bool = False
+    """Its worker stopped while it ran."""
 
 
 @attrs.define(eq=False)
@@ -430,12 +498,14 @@ class PlaneClient:
     """The plane's own argument rules; raises `ArgumentError`."""
     build: Callable[[ExploreArgs, Path, ServerConfig], Any]
     """The plane's query from validated arguments and the authorized projectPath."""
+    worker: PlaneWorker | None = attrs.field(default=None, hash=False)
+    """The worker serving `mailbox`: when it is idle, a request serves its job itself."""
 
     async def ask(self, args: ExploreArgs, project: Path, config: ServerConfig) -> PlaneAnswer:
         """Run the plane under its own deadline; always answers (see `ask`)."""
         payload = self.build(args, project, config)
         started = trio.current_time()
-        body = await ask(self.mailbox, self.name, payload, started + self.timeout)
+        body = await ask(self.mailbox, self.name, payload, started + self.timeout, self.worker)
         return PlaneAnswer(body, round((trio.current_time() - started) * 1000))
 
     async def ask_checked(
@@ -460,7 +530,7 @@ class PlaneClient:
         )
         started = trio.current_time()
         deadline = started + auth_timeout + self.timeout
-        answer = await ask_raw(self.mailbox, self.name, query, deadline)
+        answer = await ask_raw(self.mailbox, self.name, query, deadline, self.worker)
         return answer, round((trio.current_time() - started) * 1000)
 
 
@@ -515,11 +585,21 @@ def plane_clients(
     config: ServerConfig,
     memory: trio.MemorySendChannel[PlaneJob],
     code: trio.MemorySendChannel[PlaneJob],
+    workers: Mapping[PlaneName, PlaneWorker] | None = None,
 ) -> dict[PlaneName, PlaneClient]:
-    """Both planes, with the deadlines from the configuration."""
+    """Both planes, with the deadlines from the configuration (and `workers`, the workers
+    serving the mailboxes, so a request may serve its job itself; see `PlaneWorker`)."""
+    workers = workers or {}
     return {
         "memory": PlaneClient(
-            "memory", memory, config.memory_timeout, check_memory_arguments, memory_query
+            "memory",
+            memory,
+            config.memory_timeout,
+            check_memory_arguments,
+            memory_query,
+            workers.get("memory"),
         ),
-        "code": PlaneClient("code", code, config.code_timeout, _no_rules, code_query),
+        "code": PlaneClient(
+            "code", code, config.code_timeout, _no_rules, code_query, workers.get("code")
+        ),
     }

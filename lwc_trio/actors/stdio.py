@@ -19,8 +19,10 @@ from __future__ import annotations
 import collections
 import errno
 import logging
+import os
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 import attrs
@@ -232,6 +234,16 @@ class Inlet:
             if len(self._queue) < OUTBOX_SIZE:
                 break
             await writer.room.park()
+        if writer.idle:
+            # Nothing is queued or being written: stdout may take the line at once, in
+            # this task's own step, with no trip through the loop to wake the writer.
+            rest = writer.write_now(data)
+            if not rest:
+                return
+            writer.rest = rest  # a line begun must end before any other line starts
+            writer.idle = False
+            writer.ready.unpark()
+            return
         self._queue.append(data)
         writer.ready.unpark()
 
@@ -261,9 +273,21 @@ class StdoutWriter:
     search results while a burst is being written; within each inlet order is kept. Both
     stay bounded: each queue holds at most `OUTBOX_SIZE` lines, and a producer waits for
     room. Producers append to the queues themselves: no task in between.
+
+    With `nonblocking` (a pipe's non-blocking `os.write`), a producer that finds the writer
+    idle (nothing queued, no write in progress) writes its line itself: a sequential call
+    or a ping then costs no wake-up of this task and no extra trips through the loop. What
+    stdout does not take at once goes to this task, first, before any other line.
     """
 
     stream: trio.abc.SendStream
+    nonblocking: Callable[[bytes], int] | None = None
+    """Writes what fits without blocking and returns how much (raises `BlockingIOError`
+    when nothing fits); None: every line goes through this task."""
+    idle: bool = False
+    """Parked with nothing queued and no write in progress (only with `nonblocking`)."""
+    rest: bytes = b""
+    """The end of a line a producer began writing itself: written before anything else."""
     gone: trio.Event = attrs.field(factory=trio.Event)
     """Set when stdout broke (the host closed its end)."""
     over: bool = False
@@ -281,6 +305,18 @@ class StdoutWriter:
         self.urgent = Inlet(self, self._queues[0])
         self.outbox = Inlet(self, self._queues[1])
 
+    def write_now(self, data: bytes) -> bytes:
+        """Write `data` without blocking, as far as stdout takes it; returns what is left.
+
+        Only while `idle`. Any error leaves the whole line to the writer task, which meets
+        the same error and handles it (a broken pipe ends the session)."""
+        assert self.nonblocking is not None
+        try:
+            sent = self.nonblocking(data)
+        except OSError:  # BlockingIOError (a full pipe) included
+            return data
+        return data[sent:]
+
     def producer_done(self) -> None:
         self._open -= 1
         self.ready.unpark()
@@ -290,9 +326,11 @@ class StdoutWriter:
         urgent, normal = self._queues
         task_status.started()
         try:
-            while urgent or normal or self._open:
-                if not (urgent or normal):
+            while urgent or normal or self.rest or self._open:
+                if not (urgent or normal or self.rest):
+                    self.idle = self.nonblocking is not None
                     await self.ready.park()
+                    self.idle = False
                     continue
                 batch = self._batch()
                 self.room.unpark_all()
@@ -306,6 +344,7 @@ class StdoutWriter:
         finally:
             # Producers waiting for room learn that nobody reads any more.
             self.over = True
+            self.idle = False
             self.room.unpark_all()
 
     def _batch(self) -> bytes:
@@ -313,6 +352,9 @@ class StdoutWriter:
         # burst that is one system call (and one trip through the loop) for many answers.
         chunks: list[bytes] = []
         size = 0
+        if self.rest:
+            chunks.append(self.rest)
+            size, self.rest = len(self.rest), b""
         for queue in self._queues:
             while queue and (size < WRITE_BATCH or not chunks):
                 data = queue.popleft()
@@ -340,7 +382,7 @@ async def serve_stdio(
         services = Services(config, faults, engines)
         queue = CallQueue(services.explorer(), config.max_in_flight)
         calls_send, calls_recv = trio.open_memory_channel[Pending](config.queue_size)
-        writer = StdoutWriter(stdout)
+        writer = StdoutWriter(stdout, _nonblocking_write(stdout))
         reader = StdioReader(stdin, queue, config.version, calls_send, writer.urgent)
         async with trio.open_nursery() as outer:
             async with trio.open_nursery() as session:
@@ -354,6 +396,14 @@ async def serve_stdio(
     if writer.gone.is_set() and not reader.input_over.is_set():
         return 1
     return 0
+
+
+def _nonblocking_write(stream: trio.abc.SendStream) -> Callable[[bytes], int] | None:
+    # trio's FdStream made its descriptor non-blocking; its `send_all` always takes a trip
+    # through the loop first, even when the pipe has room.
+    if isinstance(stream, trio.lowlevel.FdStream):
+        return partial(os.write, stream.fileno())
+    return None
 
 
 async def _on_signals(

@@ -63,10 +63,15 @@ class Services:
         self.code_send, self._code_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
         self.auth_send, self._auth_recv = trio.open_memory_channel[AuthJob](MAILBOX_SIZE)
         self.checks = PathChecks(config, faults)
+        # One worker per plane for the whole run: `_supervise` restarts the same one.
+        self.workers: dict[PlaneName, PlaneWorker] = {
+            "memory": PlaneWorker("memory", self._memory_recv, faults, self.engines["memory"]),
+            "code": PlaneWorker("code", self._code_recv, faults, self.engines["code"]),
+        }
 
     def explorer(self) -> Explorer:
         """The explore pipeline over these services."""
-        planes = plane_clients(self.config, self.memory_send, self.code_send)
+        planes = plane_clients(self.config, self.memory_send, self.code_send, self.workers)
         # The real memory engine runs the path check as the first step of a mode-`memory`
         # search, faults or not; scripted engines (tests) do not check paths.
         return Explorer(
@@ -78,21 +83,20 @@ class Services:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(Authorizer(self._auth_recv).run)
-                await nursery.start(self._supervise, "memory", self._memory_recv)
-                await nursery.start(self._supervise, "code", self._code_recv)
+                await nursery.start(self._supervise, self.workers["memory"])
+                await nursery.start(self._supervise, self.workers["code"])
                 task_status.started()
         finally:
             self.checks.hung.set()  # `auth=hang` threads end with the services
 
     async def _supervise(
         self,
-        plane: PlaneName,
-        inbox: trio.MemoryReceiveChannel[PlaneJob],
+        worker: PlaneWorker,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Keep one worker alive on `inbox`, restarting it whenever it dies."""
-        worker = PlaneWorker(plane, inbox, self.faults, self.engines[plane])
+        """Keep `worker` alive on its mailbox, restarting it whenever it dies."""
+        plane = worker.plane
         first = True
         while True:
             try:
