@@ -515,6 +515,24 @@ async def test_a_line_stdout_takes_in_part_is_finished_before_any_other() -> Non
     assert bytes(pipe.data) + b"".join(stream.writes) == answer + b'{"id":"p"}\n{"id":2}\n'
 
 
+async def test_the_writer_writes_what_the_pipe_takes_without_a_loop_trip() -> None:
+    """Queued lines go to the non-blocking write first; `send_all` only gets what is left."""
+    from lwc_trio.actors.stdio import StdoutWriter
+
+    stream = _RecordingStream()
+    pipe = _Pipe(room=0)
+    writer = StdoutWriter(stream, pipe)
+    lines = [f'{{"id":{i}}}\n'.encode() for i in range(5)]
+    for line in lines:
+        await writer.outbox.send(line)  # not running yet: queued
+    writer.outbox.close()
+    writer.urgent.close()
+    pipe.room = 12
+    await writer.run()
+    assert bytes(pipe.data) == b"".join(lines)[:12]
+    assert bytes(pipe.data) + b"".join(stream.writes) == b"".join(lines)
+
+
 class _StalledStream(trio.abc.SendStream):
     """A stdout whose reader has stopped reading until `release` is set (a paused host)."""
 

@@ -308,8 +308,9 @@ class StdoutWriter:
     def write_now(self, data: bytes) -> bytes:
         """Write `data` without blocking, as far as stdout takes it; returns what is left.
 
-        Only while `idle`. Any error leaves the whole line to the writer task, which meets
-        the same error and handles it (a broken pipe ends the session)."""
+        Only while `idle`, or from this task. Any error leaves all of `data` to
+        `stream.send_all`, which meets the same error and handles it (a broken pipe ends the
+        session)."""
         assert self.nonblocking is not None
         try:
             sent = self.nonblocking(data)
@@ -334,6 +335,13 @@ class StdoutWriter:
                     continue
                 batch = self._batch()
                 self.room.unpark_all()
+                if self.nonblocking is not None:
+                    # What the pipe takes now costs no trip through the loop (`send_all`
+                    # takes one first, whatever): under a burst, one wait less for the
+                    # interpreter lock per write, which pings wait for too.
+                    batch = self.write_now(batch)
+                    if not batch:
+                        continue
                 await self.stream.send_all(batch)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.gone.set()
