@@ -338,3 +338,36 @@ async def test_a_full_lane_makes_callers_wait() -> None:
         with trio.fail_after(5):
             await lane.wait_room()
     assert sorted(started) == [0, 1, 2]
+
+
+class _Payload:
+    """Stands for a job's arguments and result (a query, a whole search answer)."""
+
+
+@pytest.mark.parametrize("growing", [False, True])
+async def test_a_finished_job_frees_its_arguments_and_result_at_once(growing: bool) -> None:
+    """Once its caller has the result, nothing in the lane keeps a job's arguments or result
+    alive: they are freed by reference counting, not left for the cyclic collector (whose
+    passes then stall the loop, and grow with every answer waiting in a cycle)."""
+    import gc
+    import weakref
+
+    refs: list[weakref.ref[_Payload]] = []
+
+    def job(_: _Payload) -> _Payload:
+        answer = _Payload()
+        refs.append(weakref.ref(answer))
+        return answer
+
+    async with open_lane("t", 1, grow_after=0.01 if growing else None) as lane:
+        argument = _Payload()
+        refs.append(weakref.ref(argument))
+        gc.disable()
+        try:
+            call = await lane.start(job, argument)
+            answer = await call.wait()
+            assert answer is refs[1]()
+            del argument, answer, call
+            assert [ref() for ref in refs] == [None, None]
+        finally:
+            gc.enable()

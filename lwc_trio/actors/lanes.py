@@ -78,6 +78,10 @@ class _Job:
     worker: _Worker | None = None
 
 
+def _delivered(_: outcome.Outcome[Any]) -> None:
+    """What a job's callback becomes once it has run."""
+
+
 class ThreadLane:
     """At most `threads` worker threads serving one queue; create and use it in a trio run.
 
@@ -311,9 +315,13 @@ class ThreadLane:
             self._delivery_posted = False
         for job, result in finished:
             self._release(job)
+            # The callback usually refers back to whatever holds the job (a `LaneCall`):
+            # dropping it, and the arguments, leaves no cycle to keep the job's arguments
+            # and result (a whole search answer) alive until the cyclic collector runs.
+            done, job.done, job.args = job.done, _delivered, ()
             if not job.abandoned:
                 try:
-                    job.done(result)
+                    done(result)
                 except Exception:  # a bug in one callback must not take the loop down
                     log.exception("%s lane: result callback failed", self.name)
 
@@ -344,6 +352,9 @@ class ThreadLane:
                 if lost:
                     # Replaced long ago: this thread no longer belongs to the lane.
                     self._stuck -= 1
+            # Before the delivery: once it runs, the lane's only reference is the caller's
+            # (an idle thread would keep its last answer alive).
+            del job, result
             if post:
                 try:
                     self._token.run_sync_soon(self._deliver)
