@@ -461,28 +461,44 @@ async def test_a_ping_reply_skips_queued_tool_answers() -> None:
     assert ids == [0, "p", *range(1, 20)]
 
 
-class _Pipe:
-    """A non-blocking pipe write that takes at most `room` bytes per call (fault injection)."""
+class _Pipe(trio.abc.SendStream):
+    """A stdout pipe for the writer's non-blocking path: each write takes at most `room`
+    bytes (then raises `BlockingIOError`); it has room again once the test `drain()`s it."""
 
     def __init__(self, room: int) -> None:
         self.room = room
         self.data = bytearray()
+        self._drained = trio.Event()
 
     def __call__(self, data: bytes) -> int:
         if self.room <= 0:
             raise BlockingIOError
         taken = bytes(data[: self.room])
+        self.room -= len(taken)
         self.data += taken
         return len(taken)
+
+    def drain(self, room: int = 1 << 20) -> None:
+        self.room = room
+        self._drained.set()
+        self._drained = trio.Event()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        raise AssertionError("the non-blocking path never calls send_all")
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._drained.wait()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
 
 
 async def test_an_idle_writer_lets_the_producer_write_its_line() -> None:
     """With nothing queued, an answer is on stdout when `send()` returns: no writer turn."""
     from lwc_trio.actors.stdio import StdoutWriter
 
-    stream = _RecordingStream()
     pipe = _Pipe(room=1 << 20)
-    writer = StdoutWriter(stream, pipe)
+    writer = StdoutWriter(pipe, pipe)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
         await trio.testing.wait_all_tasks_blocked()
@@ -491,7 +507,6 @@ async def test_an_idle_writer_lets_the_producer_write_its_line() -> None:
         assert bytes(pipe.data) == b'{"id":1}\n{"id":"p"}\n'
         writer.outbox.close()
         writer.urgent.close()
-    assert stream.writes == []
 
 
 async def test_a_line_stdout_takes_in_part_is_finished_before_any_other() -> None:
@@ -499,38 +514,44 @@ async def test_a_line_stdout_takes_in_part_is_finished_before_any_other() -> Non
     never interleave."""
     from lwc_trio.actors.stdio import StdoutWriter
 
-    stream = _RecordingStream()
     pipe = _Pipe(room=5)
-    writer = StdoutWriter(stream, pipe)
+    writer = StdoutWriter(pipe, pipe)
     answer = b'{"id":1,"result":"' + b"x" * 100 + b'"}\n'
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
         await trio.testing.wait_all_tasks_blocked()
-        await writer.outbox.send(answer)
-        pipe.room = 0  # the pipe is full now: everything else waits for the writer
+        await writer.outbox.send(answer)  # the pipe takes 5 bytes of it
         await writer.urgent.send(b'{"id":"p"}\n')
         await writer.outbox.send(b'{"id":2}\n')
+        await trio.testing.wait_all_tasks_blocked()
+        assert bytes(pipe.data) == answer[:5]
+        pipe.drain()
         writer.outbox.close()
         writer.urgent.close()
-    assert bytes(pipe.data) + b"".join(stream.writes) == answer + b'{"id":"p"}\n{"id":2}\n'
+    assert bytes(pipe.data) == answer + b'{"id":"p"}\n{"id":2}\n'
 
 
-async def test_the_writer_writes_what_the_pipe_takes_without_a_loop_trip() -> None:
-    """Queued lines go to the non-blocking write first; `send_all` only gets what is left."""
+async def test_a_ping_waits_for_one_answer_not_for_a_batch() -> None:
+    """When stdout fills up in the middle of a batch, an urgent reply queued meanwhile goes
+    out right after the answer being written, ahead of the batch's other answers."""
     from lwc_trio.actors.stdio import StdoutWriter
 
-    stream = _RecordingStream()
     pipe = _Pipe(room=0)
-    writer = StdoutWriter(stream, pipe)
-    lines = [f'{{"id":{i}}}\n'.encode() for i in range(5)]
-    for line in lines:
-        await writer.outbox.send(line)  # not running yet: queued
-    writer.outbox.close()
-    writer.urgent.close()
-    pipe.room = 12
-    await writer.run()
-    assert bytes(pipe.data) == b"".join(lines)[:12]
-    assert bytes(pipe.data) + b"".join(stream.writes) == b"".join(lines)
+    writer = StdoutWriter(pipe, pipe)
+    answers = [f'{{"id":{i},"pad":"{"x" * 10}"}}\n'.encode() for i in range(5)]
+    for answer in answers:
+        await writer.outbox.send(answer)  # not running yet: queued
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        pipe.drain(room=len(answers[0]) + 5)  # all of the first answer, a bit of the second
+        await trio.testing.wait_all_tasks_blocked()
+        await writer.urgent.send(b'{"id":"p"}\n')
+        pipe.drain()
+        writer.outbox.close()
+        writer.urgent.close()
+    ids = [json.loads(line)["id"] for line in bytes(pipe.data).splitlines()]
+    assert ids == [0, 1, "p", 2, 3, 4]
 
 
 class _StalledStream(trio.abc.SendStream):

@@ -333,16 +333,14 @@ class StdoutWriter:
                     await self.ready.park()
                     self.idle = False
                     continue
-                batch = self._batch()
-                self.room.unpark_all()
-                if self.nonblocking is not None:
-                    # What the pipe takes now costs no trip through the loop (`send_all`
-                    # takes one first, whatever): under a burst, one wait less for the
-                    # interpreter lock per write, which pings wait for too.
-                    batch = self.write_now(batch)
-                    if not batch:
-                        continue
-                await self.stream.send_all(batch)
+                if self.nonblocking is None:
+                    batch = self._batch()
+                    self.room.unpark_all()
+                    await self.stream.send_all(batch)
+                elif not self._write_some(self.nonblocking):
+                    # stdout is full. Once it has room, urgent replies that came meanwhile
+                    # go first: a ping waits for the end of one answer, not of a batch.
+                    await self.stream.wait_send_all_might_not_block()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.gone.set()
         except OSError as exc:
@@ -354,6 +352,54 @@ class StdoutWriter:
             self.over = True
             self.idle = False
             self.room.unpark_all()
+
+    def _write_some(self, write: Callable[[bytes], int]) -> bool:
+        """One non-blocking write of the queued lines (the end of a begun line, then urgent
+        replies, then tool answers, up to about `WRITE_BATCH` bytes); False when stdout
+        did not take them all.
+
+        No trip through the loop when the pipe has room (`send_all` takes one before it
+        writes): under a burst, one wait less for the interpreter lock per write. Of a line
+        stdout takes in part, the end is written before anything else; lines not begun go
+        back to the front of their queues, behind any urgent reply that comes meanwhile.
+        Raises `trio.BrokenResourceError` when stdout broke, as `send_all` would.
+        """
+        taken: list[tuple[collections.deque[bytes] | None, bytes]] = []
+        size = 0
+        if self.rest:
+            taken.append((None, self.rest))
+            size, self.rest = len(self.rest), b""
+        for queue in self._queues:
+            while queue and (size < WRITE_BATCH or not taken):
+                data = queue.popleft()
+                taken.append((queue, data))
+                size += len(data)
+        try:
+            sent = write(b"".join(data for _, data in taken) if len(taken) > 1 else taken[0][1])
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise trio.BrokenResourceError("stdout is gone") from exc
+        if sent:
+            self.room.unpark_all()
+        if sent == size:
+            return True
+        for i, (owner, data) in enumerate(taken):
+            if sent >= len(data):
+                sent -= len(data)
+                continue
+            if sent:
+                self.rest, sent = data[sent:], 0
+                continue
+            if owner is None:
+                self.rest = data  # nothing of it written yet
+            else:
+                # Lines not begun: back to where they were, in order.
+                for later_queue, later in reversed(taken[i:]):
+                    assert later_queue is not None
+                    later_queue.appendleft(later)
+                break
+        return False
 
     def _batch(self) -> bytes:
         # Urgent replies first, then tool answers, up to about WRITE_BATCH bytes: under a
