@@ -6,7 +6,9 @@ plane deadline. The worker serves each job in its own task inside that scope.
 If the worker dies (a `crash` fault, or its engine blowing up), its nursery
 cancels every job, each job's reply channel closes, and every waiting request
 learns `<plane>_crashed` at once; the supervisor then starts a fresh worker on
-the same mailbox.
+the same mailbox. While the worker is idle and no fault is scripted for its plane,
+a request runs its job in its own task instead, under the same scope and rules
+(`PlaneWorker.serve_here`), and still learns `<plane>_crashed` if the worker stops.
 
 Each plane also owns how it is asked (`PlaneClient`): its own argument rules and
 the query it builds from validated arguments, so the explore pipeline knows

@@ -3,8 +3,9 @@
 The reader frames stdin (64 KiB cap, never buffering past it), answers what needs
 no plane, and queues tool calls. The `CallQueue` starts queued calls under the
 in-flight bound, each in its own cancel scope (so `notifications/cancelled` stops
-exactly the call it names), and hands each finished answer to the writer, the
-only code that touches the protocol stdout.
+exactly the call it names), and hands each finished answer to the writer, which
+owns the protocol stdout (a producer that finds it idle writes its line through it,
+in its own step).
 
 Nothing is dropped while the host can still read (SPEC §1.1). Backpressure runs
 the whole way back: a full outbox makes a finished call wait, holding its
@@ -265,7 +266,7 @@ class Inlet:
 
 @attrs.define(eq=False)
 class StdoutWriter:
-    """The only writer of protocol stdout.
+    """The owner of protocol stdout: every line goes out through it.
 
     Two inlets feed it: `urgent` (replies the reader gives at once: ping, initialize,
     tools/list, protocol errors) and `outbox` (tool answers, often tens of KB each). Each
@@ -287,7 +288,7 @@ class StdoutWriter:
     idle: bool = False
     """Parked with nothing queued and no write in progress (only with `nonblocking`)."""
     rest: bytes = b""
-    """The end of a line a producer began writing itself: written before anything else."""
+    """The end of a line begun (by a producer or by this task): written before anything else."""
     gone: trio.Event = attrs.field(factory=trio.Event)
     """Set when stdout broke (the host closed its end)."""
     over: bool = False
@@ -308,9 +309,8 @@ class StdoutWriter:
     def write_now(self, data: bytes) -> bytes:
         """Write `data` without blocking, as far as stdout takes it; returns what is left.
 
-        Only while `idle`, or from this task. Any error leaves all of `data` to
-        `stream.send_all`, which meets the same error and handles it (a broken pipe ends the
-        session)."""
+        Only while `idle`. Any error leaves all of `data` to this task, whose own write
+        meets the same error and handles it (a broken pipe ends the session)."""
         assert self.nonblocking is not None
         try:
             sent = self.nonblocking(data)
