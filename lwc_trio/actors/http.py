@@ -29,13 +29,17 @@ import resource
 import signal
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from functools import cache, partial
+from email.utils import formatdate
+from functools import cache, lru_cache, partial
 from math import inf
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote
 
 import attrs
+import h11
 import trio
 
 from lwc_trio.actors.explore import Explorer
@@ -198,18 +202,35 @@ class McpHttpApp:
             return http_rules.timed_out(self.limits)
         if inbound.too_large:
             return http_rules.too_large()
-        routed = http_rules.route_body(bytes(inbound.body))
+        answer = self.answer_body(bytes(inbound.body))
+        if isinstance(answer, Response):
+            return answer
+        if not self.take_slot():
+            return http_rules.busy(answer.id, self.max_in_flight)
+        return await self.run_call(answer)
+
+    def answer_body(self, body: bytes) -> Response | session.ToolCall:
+        """The answer to a complete body, or the tool call that must run for it."""
+        routed = http_rules.route_body(body)
         if isinstance(routed, Response):
             return routed
         answer = session.answer(routed, self.version)
-        if not isinstance(answer, session.ToolCall):
-            return http_rules.reply(answer)
+        if isinstance(answer, session.ToolCall):
+            return answer
+        return http_rules.reply(answer)
+
+    def take_slot(self) -> bool:
+        """One of the `max_in_flight` tool-call slots, or False when all are taken."""
         try:
             self.slots.acquire_nowait()
         except trio.WouldBlock:
-            return http_rules.busy(answer.id, self.max_in_flight)
+            return False
+        return True
+
+    async def run_call(self, call: session.ToolCall) -> Response:
+        """Run `call` in the slot `take_slot` gave it, and free the slot."""
         try:
-            return http_rules.Response(200, await self.explorer.call(answer))
+            return http_rules.Response(200, await self.explorer.call(call))
         finally:
             self.slots.release()
 
@@ -422,6 +443,314 @@ def _fd_usage() -> tuple[int | None, int]:
     return limit, 0
 
 
+# -- HTTP/1.1 without ASGI in between -------------------------------------------------------
+
+
+MAX_RECV: Final = 2**16
+"""Bytes read from a socket at once (as hypercorn)."""
+HEAD_LIMIT: Final = 16 * 1024
+"""Largest request head h11 buffers (hypercorn's `h11_max_incomplete_size`); beyond: 431."""
+PIPELINE_LIMIT: Final = BODY_LIMIT + HEAD_LIMIT
+"""Bytes of further requests read (and held) while a tool call runs; beyond that the
+connection is not read until its answer is out."""
+HTTP2_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+"""How an HTTP/2 (prior knowledge) connection starts: such connections go to hypercorn."""
+
+
+@lru_cache(maxsize=1)
+def _date_header(second: int) -> bytes:
+    # Formatted once a second (RFC 9110 wants a Date from a server with a clock).
+    return formatdate(second, usegmt=True).encode("ascii")
+
+
+@attrs.define(eq=False)
+class _Http1:
+    """One HTTP/1.1 connection served by lwc itself: h11 parses each request, lwc's rules
+    answer it, and the answer goes out as one buffer. No ASGI scope, event dictionaries or
+    per-request stream objects between the bytes and `McpHttpApp`'s rules.
+
+    Each request gets a fresh h11 parser (bytes that came behind it carry over), so h11
+    parses what clients send and never has to be told what lwc answered; answers are built
+    by `Response.http1_bytes` from lwc's own header names and values only. The connection's
+    task reads, parses and answers everything but a tool call inline; a tool call runs in a
+    task of its own (holding its in-flight slot) while the connection's task keeps reading,
+    so a client that closes the request cancels it; the call's task writes its answer and
+    readies the connection for the next request. Deadlines and phases live in the same
+    `_Connection` record the cap and the hypercorn path use: the read timeout from a
+    request's first byte until its body is in, the idle timeout between requests (at once
+    once the server stops), none while answering.
+    """
+
+    stream: trio.SocketStream
+    send_lock: trio.Lock
+    connection: _Connection
+    app: McpHttpApp
+    terminated: Any
+    """hypercorn's worker event: set once the server stops (no more keep-alive)."""
+    max_requests: int
+    """Requests served on one connection before it is closed (hypercorn's recycling)."""
+    parser: h11.Connection = attrs.field(factory=lambda: _parser())
+    requests: int = 0
+    head_only: bool = False
+    """The current request is a HEAD: its answer carries no body."""
+    pending: int = 0
+    """Bytes read while a tool call runs, held in the parser for the next request."""
+    calling: trio.CancelScope | None = None
+    """The running tool call's scope, cancelled when its client goes away."""
+    call_done: trio.Event | None = None
+    finished: bool = False
+    """The connection must close: the reader stops at its next wake-up."""
+    resumed: bool = False
+    """A tool call's answer is out and the next request may be held already: parse it."""
+    timed_out: bool = False
+    """The last read ended at its deadline (or the cap cut it short to make room)."""
+
+    async def serve(self, nursery: trio.Nursery, first: bytes) -> None:
+        """Serve requests until the connection closes or must."""
+        self.parser.receive_data(first)
+        while not self.finished:
+            try:
+                event = self.parser.next_event()
+            except h11.RemoteProtocolError as error:
+                await self._protocol_error(error)
+                return
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                # PAUSED: a tool call is being answered; reading on notices its client leave.
+                if not await self._read():
+                    return
+            elif type(event) is h11.Request:
+                self.connection.headers_parsed()
+                self.requests += 1
+                if not await self._request(event, nursery):
+                    return
+            else:  # ConnectionClosed
+                return
+
+    async def _read(self) -> bool:
+        """Read more input into the parser; False when the connection is done with."""
+        connection = self.connection
+        if self.calling is not None and self.pending >= PIPELINE_LIMIT:
+            # A call is running and enough of the next request waits: read on once answered.
+            assert self.call_done is not None
+            await self.call_done.wait()
+            return not self.finished
+        reader = connection.reader = trio.CancelScope(deadline=self.read_deadline())
+        if connection.phase == "reading" and connection.headers_done:
+            # The connection cap may end this wait early to make room (`_Connections`).
+            connection.body_wait = reader
+        data = b""
+        try:
+            with reader:
+                data = await self.stream.receive_some(MAX_RECV)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+        finally:
+            # Outside a read the cap closes the socket instead of cancelling a stale scope.
+            connection.reader = connection.body_wait = None
+        if self.finished:
+            return False
+        if self.resumed and not data:
+            self.resumed = False
+            return True
+        self.resumed = False
+        self.timed_out = reader.cancelled_caught
+        if reader.cancelled_caught:
+            if connection.phase == "reading" and not connection.headers_done:
+                # The headers did not arrive in time: nothing was answered yet.
+                await connection.refuse(http_rules.timed_out(self.app.limits))
+            # A body that did not come in time (the caller answers 408 when nothing was
+            # answered yet), idle for too long, or the server is stopping: close.
+            return False
+        if not data:
+            if self.calling is not None:
+                # Closing the request is how an HTTP client cancels it.
+                self.calling.cancel()
+            return False
+        if connection.phase == "idle":
+            connection.first_byte()
+        if self.calling is not None:
+            self.pending += len(data)
+        self.parser.receive_data(data)
+        return True
+
+    def read_deadline(self) -> float:
+        """The read timeout from a request's first byte until its body is in; the idle
+        timeout between requests (at once once the server stops); none while answering."""
+        connection = self.connection
+        limits = self.app.limits
+        if connection.phase == "idle":
+            if self.terminated.is_set():
+                return -inf
+            return connection.since + limits.idle_timeout
+        if connection.phase == "reading":
+            return connection.since + limits.read_timeout
+        return inf
+
+    async def _request(self, request: h11.Request, nursery: trio.Nursery) -> bool:
+        """One request from its head on; False when the connection must close."""
+        app = self.app
+        target = request.target.partition(b"?")[0]
+        try:
+            path = unquote(target.decode("ascii"), errors="strict")
+        except UnicodeDecodeError:
+            path = "\ufffd"  # never the endpoint: 404 (it used to fail the connection)
+        method = request.method.decode("ascii").upper()
+        self.head_only = method == "HEAD"
+        head = http_rules.Head(method, path, request.headers)
+        refused = http_rules.check_head(app.policy, head)
+        if refused is not None:
+            # Answered at once, even before the body has come; then the body is read and
+            # dropped (within the read deadline) so the connection can serve the next one.
+            return (
+                await self._send(refused)
+                and not refused.close
+                and await self._body(None)
+                and self._recycle()
+            )
+        body = bytearray()
+        if not await self._body(body):
+            return False
+        if len(body) > BODY_LIMIT:
+            # Past the cap: the rest is never read, so the connection cannot go on.
+            await self._send(http_rules.too_large(), close=True)
+            return False
+        answer = app.answer_body(bytes(body))
+        if isinstance(answer, Response):
+            return await self._send(answer) and self._recycle()
+        if not app.take_slot():
+            busy = http_rules.busy(answer.id, app.max_in_flight)
+            return await self._send(busy) and self._recycle()
+        self.calling = trio.CancelScope()
+        self.call_done = trio.Event()
+        self.pending = 0
+        nursery.start_soon(self._call, answer, self.calling, self.call_done)
+        return True
+
+    async def _body(self, body: bytearray | None) -> bool:
+        """Read the current request's body into `body` (None: read and drop it), at most
+        just past `BODY_LIMIT`; False when the connection must close (the client left, broke
+        the protocol or was too slow; a 408 was sent if nothing else had been)."""
+        parser = self.parser
+        kept = 0
+        continued = False
+        while True:
+            try:
+                event = parser.next_event()
+            except h11.RemoteProtocolError:
+                return False
+            if event is h11.NEED_DATA:
+                if body is not None and parser.they_are_waiting_for_100_continue and not continued:
+                    continued = True
+                    if not await self._write(b"HTTP/1.1 100 Continue\r\n\r\n"):
+                        return False
+                if not await self._read():
+                    if body is not None and self.timed_out:
+                        # Nothing was answered yet: say why the connection closes.
+                        await self._send(http_rules.timed_out(self.app.limits))
+                    return False
+            elif type(event) is h11.Data:
+                kept += len(event.data)
+                if kept > BODY_LIMIT:
+                    if body is not None:
+                        body += event.data  # marks it too large for the caller
+                        return True
+                    return False
+                if body is not None:
+                    body += event.data
+            elif type(event) is h11.EndOfMessage:
+                self.connection.request_arrived()
+                return True
+            else:  # ConnectionClosed: the client left mid-body
+                return False
+
+    async def _call(
+        self, call: session.ToolCall, scope: trio.CancelScope, done: trio.Event
+    ) -> None:
+        """A tool call's task: run it, write its answer, ready the connection for the next."""
+        try:
+            response: Response | None = None
+            with scope:
+                response = await self.app.run_call(call)
+            # Outside the call's scope: a finished answer is always delivered whole.
+            if (
+                response is None
+                or scope.cancel_called
+                or not (await self._send(response) and self._recycle())
+            ):
+                self._finish()
+            elif self.parser.trailing_data[0] and self.connection.reader is not None:
+                # The next request may be held already: the reader parses it now.
+                self.resumed = True
+                self.connection.reader.cancel()
+        finally:
+            self.calling = None
+            done.set()
+
+    def _finish(self) -> None:
+        """Make the reader stop: the connection closes once it has."""
+        self.finished = True
+        if self.connection.reader is not None:
+            self.connection.reader.cancel()
+
+    def _recycle(self) -> bool:
+        """Ready the connection for its next request; False when it must close instead
+        (the client asked to, or spoke HTTP/1.0, or the server is stopping)."""
+        old = self.parser
+        if self.terminated.is_set() or old.their_state is not h11.DONE:
+            return False
+        self.parser = _parser()
+        data, closed = old.trailing_data
+        if data:
+            self.parser.receive_data(data)
+        if closed:
+            self.parser.receive_data(b"")
+        connection = self.connection
+        connection.idle_again()
+        if connection.reader is not None:
+            connection.reader.deadline = self.read_deadline()
+        return True
+
+    async def _send(self, response: Response, *, close: bool = False) -> bool:
+        """Write `response` whole; False when the client is gone or the connection closes
+        after it (the answer says so, the client asked to, or its quota of requests is used)."""
+        close = (
+            close
+            or response.close
+            or self.requests >= self.max_requests
+            or self.parser.their_state is h11.MUST_CLOSE
+        )
+        date = _date_header(int(time.time()))
+        data = response.http1_bytes(close=close, date=date, body=not self.head_only)
+        return await self._write(data) and not close
+
+    async def _write(self, data: bytes) -> bool:
+        lock = self.send_lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
+            with trio.CancelScope(shield=True):
+                await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        finally:
+            lock.release()
+        return True
+
+    async def _protocol_error(self, error: h11.RemoteProtocolError) -> None:
+        """Input h11 cannot parse (a malformed or oversized head): its status (400, 431 …)
+        when nothing is being answered, then the connection closes (as in hypercorn)."""
+        if self.calling is not None:
+            return
+        status = error.error_status_hint
+        await self._send(Response(status), close=True)
+
+
+def _parser() -> h11.Connection:
+    return h11.Connection(h11.SERVER, max_incomplete_event_size=HEAD_LIMIT)
+
+
 async def _run_request(
     app: McpHttpApp, scope: Any, inbound: _Inbound, send: Callable[[Any], Awaitable[None]]
 ) -> None:
@@ -455,7 +784,7 @@ def _lwc_tcp_server() -> Any:
     from hypercorn.protocol import ProtocolWrapper
     from hypercorn.protocol.h11 import H11Protocol
     from hypercorn.trio.task_group import TaskGroup
-    from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
+    from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.typing import AppWrapper, ASGIReceiveEvent, ASGISendEvent, ConnectionState
     from hypercorn.typing import Scope as AnyScope
     from hypercorn.utils import parse_socket_addr
@@ -487,34 +816,79 @@ def _lwc_tcp_server() -> Any:
         """The answer's head has been written (or is held): what follows is its body."""
 
         async def run(self) -> None:
-            # hypercorn's, without TLS (lwc serves plain HTTP) and without its idle task.
-            socket = self.stream.socket
+            # hypercorn's, without TLS (lwc serves plain HTTP) and without its idle task;
+            # HTTP/1.1 is served by lwc's own loop (`_Http1`), HTTP/2 by hypercorn.
             try:
-                client = parse_socket_addr(socket.family, socket.getpeername())
-                server = parse_socket_addr(socket.family, socket.getsockname())
-                task_group = LwcTaskGroup()
-                task_group.lwc_app = self.lwc_app
-                task_group.lwc_connection = self.lwc_connection
-                async with task_group:
-                    self._task_group = task_group
-                    self.protocol = ProtocolWrapper(
-                        self.app,
-                        self.config,
-                        self.context,
-                        task_group,
-                        ConnectionState(self.state),
-                        False,
-                        client,
-                        server,
-                        self.protocol_send,
-                        "http/1.1",
-                    )
-                    await self.protocol.initiate()
-                    await self._read_data()
+                first = await self._first_bytes()
+                if first is None:
+                    return
+                if first.startswith(HTTP2_PREFACE[:3]):
+                    await self._run_hypercorn(first)
+                    return
+                http1 = _Http1(
+                    self.stream,  # type: ignore[arg-type]  # plain TCP: lwc serves no TLS
+                    self.send_lock,
+                    self.lwc_connection,
+                    self.lwc_app,
+                    self.context.terminated,
+                    self.config.keep_alive_max_requests,
+                )
+                async with trio.open_nursery() as nursery:
+                    await http1.serve(nursery, first)
             except OSError:
                 pass
             finally:
                 await self._close()
+
+        async def _first_bytes(self) -> bytes | None:
+            """The connection's first bytes, enough to tell HTTP/2's preface from HTTP/1;
+            None when the client left or stayed silent past the idle timeout."""
+            connection = self.lwc_connection
+            data = b""
+            while len(data) < 3 and HTTP2_PREFACE.startswith(data):
+                reader = connection.reader = trio.CancelScope(deadline=self._read_deadline())
+                chunk = b""
+                try:
+                    with reader:
+                        # bytes (a SocketStream's) are not copied
+                        chunk = bytes(await self.stream.receive_some(MAX_RECV))
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    return None
+                finally:
+                    connection.reader = None
+                if not chunk:
+                    if reader.cancelled_caught and connection.phase == "reading":
+                        # The headers did not arrive in time: nothing was answered yet.
+                        await connection.refuse(http_rules.timed_out(self.lwc_limits))
+                    return None
+                connection.first_byte()
+                data += chunk
+            return data
+
+        async def _run_hypercorn(self, first: bytes) -> None:
+            socket = self.stream.socket
+            client = parse_socket_addr(socket.family, socket.getpeername())
+            server = parse_socket_addr(socket.family, socket.getsockname())
+            task_group = LwcTaskGroup()
+            task_group.lwc_app = self.lwc_app
+            task_group.lwc_connection = self.lwc_connection
+            async with task_group:
+                self._task_group = task_group
+                self.protocol = ProtocolWrapper(
+                    self.app,
+                    self.config,
+                    self.context,
+                    task_group,
+                    ConnectionState(self.state),
+                    False,
+                    client,
+                    server,
+                    self.protocol_send,
+                    "http/1.1",
+                )
+                await self.protocol.initiate()
+                await self.protocol.handle(RawData(first))
+                await self._read_data()
 
         async def protocol_send(self, event: Any) -> None:
             if isinstance(event, RawData):

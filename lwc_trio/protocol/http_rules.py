@@ -19,10 +19,12 @@ live here too, so the CLI and the rules agree on what a host or path is.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import re
 from collections.abc import Iterable, Sequence
+from http import HTTPStatus
 from typing import Any, Final
 
 import attrs
@@ -298,17 +300,37 @@ class Response:
             headers.append((b"connection", b"close"))
         return headers
 
-    def http1_bytes(self) -> bytes:
-        """The whole answer as HTTP/1.1 bytes, `Connection: close` always: for writing
-        straight to a socket hypercorn does not (or no longer) speak on."""
-        reason = _REASONS.get(self.status, b"Error")
-        lines = [b"HTTP/1.1 %d %s" % (self.status, reason)]
-        headers = attrs.evolve(self, close=True).asgi_headers()
-        lines += [name + b": " + value for name, value in headers]
-        return b"\r\n".join(lines) + b"\r\n\r\n" + self.body
+    def http1_bytes(self, *, close: bool = True, date: bytes = b"", body: bool = True) -> bytes:
+        """The whole answer as HTTP/1.1 bytes: one buffer, one socket write.
+
+        `close` adds `Connection: close` (always there when the answer itself closes);
+        `date` is the `Date` header's value, when one is sent; `body=False` leaves the body
+        out (the answer to a HEAD), its length still declared. Every name and value is
+        lwc's own: nothing a client sent is echoed into the head.
+        """
+        parts = [_status_line(self.status)]
+        for name, value in self.headers:
+            parts += (name, b": ", value, b"\r\n")
+        if self.body:
+            parts.append(b"content-type: application/json\r\n")
+        parts += (b"content-length: ", b"%d" % len(self.body), b"\r\n")
+        if close or self.close:
+            parts.append(b"connection: close\r\n")
+        if date:
+            parts += (b"date: ", date, b"\r\n")
+        parts.append(b"\r\n")
+        if body:
+            parts.append(self.body)
+        return b"".join(parts)
 
 
-_REASONS: Final = {408: b"Request Timeout", 503: b"Service Unavailable"}
+@functools.cache
+def _status_line(status: int) -> bytes:
+    try:
+        reason = HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        reason = b""
+    return b"HTTP/1.1 %d %s\r\n" % (status, reason)
 
 
 def reply(message: dict[str, Any], status: int = 200) -> Response:
