@@ -730,8 +730,12 @@ class _Http1:
         except trio.WouldBlock:
             await lock.acquire()
         try:
-            with trio.CancelScope(shield=True):
-                await self.stream.send_all(data)
+            sent = _send_now(self.stream.socket, data)
+            if sent < 0:
+                return False
+            if sent < len(data):
+                with trio.CancelScope(shield=True):
+                    await self.stream.send_all(memoryview(data)[sent:])
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
         finally:
@@ -745,6 +749,25 @@ class _Http1:
             return
         status = error.error_status_hint
         await self._send(Response(status), close=True)
+
+
+def _send_now(sock: trio.socket.SocketType, data: bytes) -> int:
+    """Write what the socket takes without waiting: the bytes written (0 when its buffer is
+    full), -1 when the connection is closed or broken.
+
+    A small answer usually fits in the socket's buffer at once; trio's `send_all` would
+    still pass through the scheduler once after the write. The caller holds the send lock,
+    so nothing else writes meanwhile, and a closed socket's descriptor (-1) is never used.
+    """
+    fd = sock.fileno()
+    if fd < 0:
+        return -1
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError:  # EPIPE, ECONNRESET …: the client is gone
+        return -1
 
 
 def _parser() -> h11.Connection:

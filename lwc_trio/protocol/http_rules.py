@@ -418,10 +418,18 @@ class Head:
     method: str
     path: str
     headers: Headers = attrs.field(converter=_header_tuple)
+    _by_name: dict[bytes, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)
+    """Each header name's values in order, decoded once: the checks ask for nine names."""
 
-    def values(self, name: bytes) -> list[str]:
+    def __attrs_post_init__(self) -> None:
+        by_name: dict[bytes, tuple[str, ...]] = {}
+        for key, value in self.headers:
+            by_name[key] = (*by_name.get(key, ()), value.decode("latin-1"))
+        object.__setattr__(self, "_by_name", by_name)
+
+    def values(self, name: bytes) -> tuple[str, ...]:
         """Every value of header `name` (lowercase), decoded as latin-1 like HTTP."""
-        return [value.decode("latin-1") for key, value in self.headers if key == name]
+        return self._by_name.get(name, ())
 
 
 def check_head(policy: Policy, head: Head) -> Response | None:
