@@ -80,11 +80,15 @@ def _kind(response: bytes) -> str:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     started: list[Server] = []
 
-    def start(limits: str = "", **kwargs: Any) -> Server:
+    def start(limits: str = "", *flags: str, **kwargs: Any) -> Server:
         env = {"LWC_HTTP_LIMITS": limits} if limits else {}
         env.update(kwargs.pop("env", {}))
         srv = Server(
-            tmp_path_factory.mktemp("ws"), tmp_path_factory.mktemp("home"), env=env, **kwargs
+            tmp_path_factory.mktemp("ws"),
+            tmp_path_factory.mktemp("home"),
+            *flags,
+            env=env,
+            **kwargs,
         )
         started.append(srv)
         return srv
@@ -337,3 +341,86 @@ def test_bad_limits_variable_exits_2(tmp_path: Path, lwc_env: dict[str, str]) ->
     )
     assert done.returncode == 2
     assert json.loads(done.stderr)["error"]["code"] == "invalid_http_limits"
+
+
+# -- lwc's own HTTP/1.1 loop: pipelining, and HTTP/2 still through hypercorn -----------------
+
+
+def test_pipelined_tool_calls_behind_a_call_are_each_answered(server: Any) -> None:
+    """Two tool calls and a ping in one write: three answers in order, and the connection
+    stays open for a fourth request (the requests held behind a running call are parsed
+    once its answer is out, without waiting for more bytes)."""
+    srv = server()
+    bodies = [call("q", srv.workspace, rid=7), call("q", srv.workspace, rid=8), PING]
+    data = b"".join(_post_head(srv.port, len(body)) + body for body in bodies)
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(data)
+        answers = [_read_response(sock) for _ in bodies]
+        sock.sendall(_post_head(srv.port, len(PING)) + PING)
+        last = _read_response(sock)
+    ids = [json.loads(answer.partition(b"\r\n\r\n")[2])["id"] for answer in answers]
+    assert [_status(answer) for answer in answers] == [200, 200, 200], answers
+    assert ids == [7, 8, 1]
+    assert _status(last) == 200, last
+
+
+def test_closing_a_pipelined_connection_cancels_the_running_call(server: Any) -> None:
+    """A client that closes while its call runs and a second request waits behind it
+    cancels the call: its slot is free again long before the call's deadline."""
+    srv = server("", "--memory-timeout", "60", env={"LWC_FAULTS": "memory=hang"})
+    probe = call("", srv.workspace)
+    socks = []
+    for i in range(32):
+        body = call("q", srv.workspace, rid=i)
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
+        sock.sendall((_post_head(srv.port, len(body)) + body) + _post_head(srv.port, 4) + PING[:4])
+        socks.append(sock)
+    try:
+        deadline = time.monotonic() + WAIT
+        while request(srv.port, body=probe)[0] != 503:
+            assert time.monotonic() < deadline  # waiting for all 32 to hold their slots
+            time.sleep(0.05)
+    finally:
+        for sock in socks:
+            sock.close()
+    deadline = time.monotonic() + WAIT
+    while (status := request(srv.port, body=probe)[0]) == 503:
+        assert time.monotonic() < deadline, "hung-up calls kept their slots"
+        time.sleep(0.05)
+    assert status == 200
+
+
+def test_http2_prior_knowledge_is_served_by_hypercorn(server: Any) -> None:
+    """A connection that opens with HTTP/2's preface is handed to hypercorn's HTTP/2."""
+    h2_connection = pytest.importorskip("h2.connection")
+    h2_events = pytest.importorskip("h2.events")
+    srv = server()
+    conn = h2_connection.H2Connection()
+    conn.initiate_connection()
+    headers = [
+        (":method", "POST"),
+        (":path", "/"),
+        (":scheme", "http"),
+        (":authority", f"127.0.0.1:{srv.port}"),
+        ("content-type", "application/json"),
+        ("content-length", str(len(PING))),
+    ]
+    conn.send_headers(1, headers)
+    conn.send_data(1, PING, end_stream=True)
+    status, body, ended = None, b"", False
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(conn.data_to_send())
+        while not ended:
+            data = sock.recv(65_536)
+            assert data, (status, body)
+            for event in conn.receive_data(data):
+                if isinstance(event, h2_events.ResponseReceived):
+                    status = dict(event.headers)[b":status"]
+                elif isinstance(event, h2_events.DataReceived):
+                    body += event.data
+                    conn.acknowledge_received_data(event.flow_controlled_length, 1)
+                elif isinstance(event, h2_events.StreamEnded):
+                    ended = True
+            sock.sendall(conn.data_to_send())
+    assert status == b"200"
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": 1, "result": {}}
