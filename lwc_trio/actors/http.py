@@ -1,22 +1,25 @@
 """The HTTP transport actor: stateless streamable HTTP on hypercorn's Trio worker.
 
-A small ASGI app sits between hypercorn and the same explore pipeline
-(`actors/explore.py`) the stdio transport uses. Every decision about a request
-(status codes, their order, headers, bodies) is a pure function in
-`lwc_trio.protocol.http_rules`; this module only moves bytes, counts tool calls
-in flight and owns the lifetimes: the request's work is cancelled when its
-client goes away, and SIGINT/SIGTERM stop accepting, let in-flight requests
-finish within the grace, then stop the services (which reaps the CodeGraph
-child). hypercorn is imported here only, and this module only in HTTP mode.
+hypercorn's per-connection server (a subclass, `_lwc_tcp_server`) accepts every
+connection under lwc's accept loop and cap. An HTTP/1.1 connection is then served by
+lwc's own loop on h11 (`_Http1`): h11 parses each request, the rules decide, and the
+answer goes out as one buffer, without ASGI scopes, event dictionaries or hypercorn's
+per-request stream objects in between. A connection that opens with HTTP/2's preface
+goes to hypercorn's HTTP/2 protocol and a small ASGI app (`McpHttpApp`). Both reach the
+same explore pipeline (`actors/explore.py`) the stdio transport uses. Every decision
+about a request (status codes, their order, headers, bodies) is a pure function in
+`lwc_trio.protocol.http_rules`; this module only moves bytes, counts tool calls in
+flight and owns the lifetimes: the request's work is cancelled when its client goes
+away, and SIGINT/SIGTERM stop accepting, let in-flight requests finish within the grace,
+then stop the services (which reaps the CodeGraph child). hypercorn and h11 are imported
+here only, and this module only in HTTP mode.
 
 Slow and abusive clients (SPEC §1.2) are handled at two levels. Per connection,
-`_Connection` tracks what the client is doing; a subclass of hypercorn's
-`TCPServer` gives a request whose headers have not arrived within the read
-timeout of its first byte a 408 and closes it, and the app does the same for a
-body that does not complete in time. Across connections, `_Connections` caps how
-many are open: a new one beyond the cap closes the connection that has made no
-progress for longest, or, when every one is busy answering, is itself answered
-503 and closed.
+`_Connection` tracks what the client is doing: a request whose headers and body have not
+arrived within the read timeout of its first byte gets a 408 and a close, an idle
+connection closes after the idle timeout. Across connections, `_Connections` caps how
+many are open: a new one beyond the cap closes the connection that has made no progress
+for longest, or, when every one is busy answering, is itself answered 503 and closed.
 """
 
 from __future__ import annotations
@@ -791,17 +794,17 @@ async def _run_request(
 
 @cache
 def _lwc_tcp_server() -> Any:
-    """hypercorn's `TCPServer` with lwc's deadlines, connection bookkeeping and a cheaper
-    path per request.
+    """hypercorn's `TCPServer` with lwc's deadlines, connection bookkeeping and its own
+    HTTP/1.1 loop.
 
-    Per request, hypercorn 0.18 spawns the app's task and a memory channel for its
-    receive events, spawns an idle-timeout task (and waits for it to start) after every
-    answer, and writes an answer's head and body with one socket write each. Here the
-    reader's own deadline is the idle timeout, the request's `_Inbound` takes the
-    receive events directly (one task per request), and an HTTP/1 answer's head goes
-    out with its body in one write.
+    HTTP/1.1 connections are served by `_Http1`; a connection that opens with HTTP/2's
+    preface goes to hypercorn's protocol as before. On that path, per request, hypercorn
+    0.18 spawns the app's task and a memory channel for its receive events, spawns an
+    idle-timeout task (and waits for it to start) after every answer, and writes an
+    answer's head and body with one socket write each. Here the reader's own deadline is
+    the idle timeout, the request's `_Inbound` takes the receive events directly (one task
+    per request), and an HTTP/1 answer's head goes out with its body in one write.
     """
-    import h11
     from hypercorn.config import Config
     from hypercorn.events import Closed, RawData, Updated
     from hypercorn.protocol import ProtocolWrapper
