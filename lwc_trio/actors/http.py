@@ -1132,7 +1132,7 @@ async def _serve_connections(
         try:
             await server
         except* Exception as group:
-            log.warning("connection failed inside hypercorn: %r", group.exceptions)
+            log.warning("connection failed: %r", group.exceptions)
         finally:
             connections.discard(connection)
 
