@@ -424,3 +424,19 @@ def test_http2_prior_knowledge_is_served_by_hypercorn(server: Any) -> None:
             sock.sendall(conn.data_to_send())
     assert status == b"200"
     assert json.loads(body) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_a_refusal_to_a_client_awaiting_100_continue_closes_at_once(server: Any) -> None:
+    """A client that waits for "100 Continue" before its body gets the refusal decided on
+    the head, marked `Connection: close`, and the connection closes: it will not send the
+    body, so holding the connection open until the read deadline helps nobody."""
+    srv = server("read=30,idle=60")
+    head = _refused_head(srv.port, len(PING)).replace(
+        b"\r\n\r\n", b"\r\nExpect: 100-continue\r\n\r\n", 1
+    )
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(head)
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == 404, response
+    assert b"connection: close" in response.lower()
+    assert closed

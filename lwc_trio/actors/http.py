@@ -592,11 +592,10 @@ class _Http1:
     async def _request(self, request: h11.Request, nursery: trio.Nursery) -> bool:
         """One request from its head on; False when the connection must close."""
         app = self.app
-        target = request.target.partition(b"?")[0]
-        try:
-            path = unquote(target.decode("ascii"), errors="strict")
-        except UnicodeDecodeError:
-            path = "\ufffd"  # never the endpoint: 404 (it used to fail the connection)
+        # h11 admits only ASCII targets; decoded like hypercorn's ASGI `path`.
+        path = request.target.partition(b"?")[0].decode("ascii")
+        if "%" in path:
+            path = unquote(path)
         method = request.method.decode("ascii").upper()
         self.head_only = method == "HEAD"
         head = http_rules.Head(method, path, request.headers)
@@ -604,9 +603,10 @@ class _Http1:
         if refused is not None:
             # Answered at once, even before the body has come; then the body is read and
             # dropped (within the read deadline) so the connection can serve the next one.
+            # A client waiting for "100 Continue" will not send it: close instead.
+            close = refused.close or self.parser.they_are_waiting_for_100_continue
             return (
-                await self._send(refused)
-                and not refused.close
+                await self._send(refused, close=close)
                 and await self._body(None)
                 and self._recycle()
             )
@@ -686,7 +686,8 @@ class _Http1:
                 self.resumed = True
                 self.connection.reader.cancel()
         finally:
-            self.calling = None
+            if self.calling is scope:
+                self.calling = None
             done.set()
 
     def _finish(self) -> None:
@@ -709,6 +710,8 @@ class _Http1:
             self.parser.receive_data(b"")
         connection = self.connection
         connection.idle_again()
+        if data:
+            connection.first_byte()  # the next request has begun arriving already
         if connection.reader is not None:
             connection.reader.deadline = self.read_deadline()
         return True
@@ -721,6 +724,7 @@ class _Http1:
             or response.close
             or self.requests >= self.max_requests
             or self.parser.their_state is h11.MUST_CLOSE
+            or self.terminated.is_set()
         )
         date = _date_header(int(time.time()))
         data = response.http1_bytes(close=close, date=date, body=not self.head_only)
