@@ -475,10 +475,6 @@ def floor_scorer(
     return run
 
 
-def _contains_run(words: str, run: str) -> bool:
-    return f" {run} " in f" {words} "
-
-
 def _describe(
     conn: sqlite3.Connection, doc_ids: Sequence[int], facts: _Facts | None = None
 ) -> dict[int, Description]:
@@ -522,21 +518,25 @@ def _summarized(conn: sqlite3.Connection, slugs: Sequence[str]) -> set[str]:
 
 
 def _factor(
-    title: str, path: str, generic: bool, phrase: str, wants_generic: bool, ranking: Ranking
+    title: str, path: str, generic: bool, padded: str, wants_generic: bool, ranking: Ranking
 ) -> float:
-    """The multiplier for a score; > 1 pulls a document up."""
+    """The multiplier for a score; > 1 pulls a document up. `padded` is the phrase with a
+    space on each side: a title equal to the phrase is the same string padded."""
     factor = 1.0
-    if title == phrase:
-        factor *= ranking.title_exact
-    elif _contains_run(title, phrase):
-        factor *= ranking.title_phrase
-    if path == phrase:
-        factor *= ranking.path_exact
-    elif _contains_run(path, phrase):
-        factor *= ranking.path_phrase
+    words = f" {title} "
+    if padded in words:
+        factor *= ranking.title_exact if words == padded else ranking.title_phrase
+    words = f" {path} "
+    if padded in words:
+        factor *= ranking.path_exact if words == padded else ranking.path_phrase
     if generic and not wants_generic:
         factor *= ranking.generic_penalty
     return factor
+
+
+_LINK_FACTORS = tuple(1.0 + LINK_BOOST * math.log2(1 + degree) for degree in range(LINK_CAP + 1))
+"""The link boost by in-degree (capped at `LINK_CAP`)."""
+_HIT_ORDER = operator.itemgetter(0, 1, 2)
 
 
 def _heads(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[array[int]]]:
@@ -647,32 +647,31 @@ def search_store(
     hidden = _summarized(conn, pages) if has_sources else set()
     wants_generic = any(qt.term in GENERIC_TERMS for qt in query)
     degree_map = _degrees(degrees, pages, facts) if pages else {}
-    hits: list[Hit] = []
-    hit_ids: dict[tuple[str, str], int] = {}
+    # Candidates as plain tuples (rank, Pages first, identifier, doc id, doc type): only the
+    # `limit` kept become `Hit`s, and only they need their match label and snippet offset.
+    padded = f" {phrase} "
+    ranked_hits: list[tuple[float, int, str, int, str]] = []
     for neg, doc_id in scored:
         doc_type, ident, title, path, generic = described[doc_id]
-        if doc_type == "source" and ident in hidden:
-            continue
-        factor = _factor(title, path, generic, phrase, wants_generic, ranking)
         if doc_type == "page":
-            degree = min(degree_map.get(ident, 0), LINK_CAP)
-            factor *= 1.0 + LINK_BOOST * math.log2(1 + degree)
-        match = "lexical" if scores.is_exact(doc_id) else "fuzzy"
-        hits.append(Hit(doc_type, ident, neg * factor, match))
-        hit_ids[doc_type, ident] = doc_id
-    hits.sort(key=Hit.sort_key)
-    hits = hits[:limit]
-    hit_docs = [hit_ids[h.doc_type, h.identifier] for h in hits]
-    offsets = _first_offsets(postings, hit_docs, list(weighted))
+            factor = _factor(title, path, generic, padded, wants_generic, ranking)
+            factor *= _LINK_FACTORS[min(degree_map.get(ident, 0), LINK_CAP)]
+            ranked_hits.append((neg * factor, 0, ident, doc_id, doc_type))
+        elif doc_type != "source" or ident not in hidden:
+            factor = _factor(title, path, generic, padded, wants_generic, ranking)
+            ranked_hits.append((neg * factor, 1, ident, doc_id, doc_type))
+    ranked_hits.sort(key=_HIT_ORDER)  # as `Hit.sort_key`; stable, like the sort of Hits
+    del ranked_hits[limit:]
+    offsets = _first_offsets(postings, [item[3] for item in ranked_hits], list(weighted))
     hits = [
         Hit(
-            h.doc_type,
-            h.identifier,
-            h.rank,
-            h.match,
-            offsets.get(hit_ids[h.doc_type, h.identifier], -1),
+            doc_type,
+            ident,
+            rank,
+            "lexical" if scores.is_exact(doc_id) else "fuzzy",
+            offsets.get(doc_id, -1),
         )
-        for h in hits
+        for rank, _order, ident, doc_id, doc_type in ranked_hits
     ]
 
     if len(hits) < limit:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 import Stemmer
@@ -216,16 +216,43 @@ def query_terms(text: str) -> list[QueryTerm]:
     return parse_query(text)[0]
 
 
+_PARSED: dict[str, tuple[tuple[QueryTerm, ...], str]] = {}
+"""`parse_query` answers by query text (agents ask again), shared by all threads like
+`_STEMS`; cleared when it reaches `_PARSED_MAX` queries."""
+_PARSED_MAX = 4096
+_PARSED_TEXT_MAX = 1000
+"""Longer queries are analyzed each time (they would make the memo large)."""
+
+
 def parse_query(text: str) -> tuple[list[QueryTerm], str]:
     """`(query_terms(text), every term in order joined by spaces)` from one analysis."""
+    parsed = _PARSED.get(text)
+    if parsed is None:
+        parsed = _parse(text)
+        if len(text) <= _PARSED_TEXT_MAX:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[text] = parsed
+    return list(parsed[0]), parsed[1]
+
+
+def _parse(text: str) -> tuple[tuple[QueryTerm, ...], str]:
+    words = plain_words(text)
+    pairs: Iterable[tuple[str, str]]
+    if words is not None:
+        # No CJK: the words `token_spans` would find, without its positions.
+        pairs = zip(stem_words(words), words, strict=True)
+    else:
+        pairs = ((term, surface) for term, surface, _start in token_spans(text, query=True))
     counts: dict[str, int] = {}
     surfaces: dict[str, str] = {}
     sequence: list[str] = []
-    for term, surface, _start in token_spans(text, query=True):
+    for term, surface in pairs:
         counts[term] = counts.get(term, 0) + 1
         surfaces.setdefault(term, surface)
         sequence.append(term)
-    return [QueryTerm(term, surfaces[term], n) for term, n in counts.items()], " ".join(sequence)
+    terms = tuple(QueryTerm(term, surfaces[term], n) for term, n in counts.items())
+    return terms, " ".join(sequence)
 
 
 def surely_within_term_limit(text: str) -> bool:
