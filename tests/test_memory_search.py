@@ -430,6 +430,25 @@ def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
     assert ids(ask("kuberntes", project, home=home)) == ["one", "two"]
 
 
+def test_question_asked_again_is_answered_afresh_after_a_write(tmp_path: Path) -> None:
+    """The per-revision answers never outlive a write: the same question asked again gets
+    the same bytes until a write, then the written text (rows, snippet and body)."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page("a", "Alpha", "alpha before"), page("b", "Beta", "beta")])
+    first = ask("alpha", project, home=home)
+    assert json.dumps(ask("alpha", project, home=home)) == json.dumps(first)
+    first["results"].clear()
+    first["pages"][0]["body"] = "changed by the caller"
+    again = ask("alpha", project, home=home)
+    assert ids(again) == ["a"]
+    assert again["pages"][0]["body"] == "alpha before"
+    put_pages(db, [page("a", "Alpha", "alpha after"), page("c", "Alpha two", "gamma")])
+    after = ask("alpha", project, home=home)
+    assert ids(after) == ["a", "c"]
+    assert after["results"][0]["snippet"] == "alpha after"
+    assert after["pages"][0]["body"] == "alpha after"
+
+
 def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:
     """A hub linked by 20 Pages yields the seed plus 11 related Pages and 11 RELATED edges."""
     project, db, home = new_project(tmp_path)
@@ -457,6 +476,10 @@ def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:
     assert [n["identifier"] for n in hood["nodes"][1:]] == [f"s{i:02}" for i in range(11)]
     assert {e["type"] for e in hood["edges"]} == {"RELATED"}
     assert all(n["depth"] == 1 and n["score"] == 1.0 for n in hood["nodes"][1:])
+    hood["nodes"].clear()  # the question asked again has a neighbourhood of its own
+    again = ask("hub topic", project, home=home)["graph"][0]["neighborhood"]
+    assert len(again["nodes"]) == 12
+    assert again["nodes"][0]["identifier"] == "hub"
 
 
 def test_graph_scores_links_shared_sources_and_common_neighbours(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import attrs
 
 from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged, StoreError
 from lwc_trio.memory.bounds import bound_body, bound_neighborhood, bound_row
-from lwc_trio.memory.cache import BuildOnce
+from lwc_trio.memory.cache import BuildOnce, RevisionCache
 from lwc_trio.memory.discovery import StoreRef, project_store_above
 from lwc_trio.memory.fuzzy import Vocabulary, build_vocabulary
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
@@ -177,6 +177,35 @@ def _open(ref: StoreRef, cancelled: threading.Event) -> tuple[Reader, StoreInfo]
             raise
 
 
+Found = tuple[tuple[ResultRow, ...], dict[str, PageBody], str | None]
+"""A store's bounded rows, its bounded Page bodies by slug, the first Page hit's slug."""
+
+
+class _Answers:
+    """One store revision's answers so far, by (scope, query text, limit): what `_search`
+    found, which a revision cannot change (the graph neighbourhood is read each time). Up
+    to `ANSWERS_MAX` of them and `ANSWERS_BUDGET` characters of body heads."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str, int], Found] = {}
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def keep(self, what: tuple[str, str, int], found: Found) -> None:
+        size = sum(len(body.head) for body in found[1].values())
+        with self.lock:
+            if len(self.kept) < ANSWERS_MAX and self.size + size <= ANSWERS_BUDGET:
+                self.kept[what] = found
+                self.size += size
+
+
+ANSWERS_MAX = 2048
+ANSWERS_BUDGET = 4_000_000
+ANSWERS: RevisionCache[_Answers] = RevisionCache(4)
+"""`_Answers` per (store path, store_id, store_revision), like `search.PREPARED`: a write
+bumps the revision, so a question asked again after it is answered afresh."""
+
+
 def _answer(
     ref: StoreRef,
     reader: Reader,
@@ -186,11 +215,35 @@ def _answer(
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
+    if not parsed[0]:
+        return StoreAnswer(ref, info, None)
+    answers = ANSWERS.get_or_build((str(ref.path), info.store_id, info.store_revision), _Answers)
+    what = (ref.scope, query, limit)
+    found = answers.kept.get(what)
+    if found is None:
+        found = _search(ref, reader, info, query, parsed, limit, cancelled)
+        answers.keep(what, found)
+    rows, bodies, seed = found
+    neighborhood = None
+    if seed is not None and graph_status(info) == "ready":
+        neighborhood = bound_neighborhood(read_neighborhood(reader.conn, seed))
+    # The answer's own dict: callers may add to it; the rows and bodies are frozen.
+    return StoreAnswer(ref, info, None, rows, dict(bodies), neighborhood)
+
+
+def _search(
+    ref: StoreRef,
+    reader: Reader,
+    info: StoreInfo,
+    query: str,
+    parsed: tuple[Sequence[QueryTerm], str],
+    limit: int,
+    cancelled: threading.Event,
+) -> Found:
+    """The bounded rows and Page bodies of `query` in this store revision, and the seed."""
     conn = reader.conn
     key = (str(ref.path), info.store_id, info.store_revision)
     terms, phrase = parsed
-    if not terms:
-        return StoreAnswer(ref, info, None)
     hits = search_store(
         conn,
         terms,
@@ -205,18 +258,11 @@ def _answer(
     )
     _check(cancelled)
     rows, bodies = read_hits(conn, ref.scope, hits, query, key)
-    slugs = [row.identifier for row in rows if row.doc_type == "page"]
-    neighborhood = None
-    if slugs and graph_status(info) == "ready":
-        neighborhood = read_neighborhood(conn, slugs[0])
-    return StoreAnswer(
-        ref,
-        info,
-        None,
+    return (
         tuple(bound_row(row) for row in rows),
         # Keyed by the bounded slug, which is also the bounded row's identifier.
         {bounded.slug: bounded for bounded in map(bound_body, bodies.values())},
-        bound_neighborhood(neighborhood),
+        next((row.identifier for row in rows if row.doc_type == "page"), None),
     )
 
 
