@@ -1,10 +1,11 @@
 """BM25F scoring over whole posting segments with numpy (`search.py` imports it lazily).
 
-The same arithmetic as `search.score_prepared`, one numpy operation per segment instead of
-one Python step per posting: each document's score is the sum of its terms' parts
-weight × tf / denominator, added in the order of the terms given, every part and sum an
-IEEE double. Element-wise numpy operations are correctly rounded like Python's floats, and a
-segment's doc ids are unique, so every score is bit for bit the one the Python loop computes.
+The same arithmetic as `search.score_prepared`, a few numpy operations over all the query's
+postings instead of one Python step per posting: each document's score is the sum of its
+terms' parts weight × tf / denominator, added in the order of the terms given, every part
+and sum an IEEE double. Element-wise numpy operations are correctly rounded like Python's
+floats and `np.bincount` adds in input order, so every score is bit for bit the one the
+Python loop computes.
 
 Imported only for queries with many postings (`search.VECTOR_MIN`): numpy costs about
 0.1 s to import and 20 MB of memory, which a one-shot CLI search of a small store should
@@ -96,29 +97,36 @@ def score(
     segments: Sequence[tuple[float, int, Prepared]], postings: int, corrected: bool
 ) -> VectorScores:
     """BM25F over `(weight, exact, segment)` in term order; `postings` is their total
-    length, `corrected` whether any term is a correction (else every match is exact)."""
+    length, `corrected` whether any term is a correction (else every match is exact).
+
+    All segments are scored at once: their postings concatenated in term order, each part
+    (w × tf) / den as the Python loop groups it, and `np.bincount` adding each document's
+    parts one after another in that order, so every sum is the loop's, bit for bit."""
     top = max(int(seg[0][-1]) for _w, _e, seg in segments if len(seg[0])) + 1
-    index: list[npt.NDArray[np.integer[Any]]]
+    lengths = [len(seg[0]) for _w, _e, seg in segments]
+    ids = np.concatenate([_ints(seg[0]) for _w, _e, seg in segments])
+    tws = np.concatenate([_ints(seg[1]) for _w, _e, seg in segments])
+    dens = np.concatenate([np.frombuffer(seg[2], dtype=np.float64) for _w, _e, seg in segments])
+    weights = np.repeat(np.array([w for w, _e, _s in segments], dtype=np.float64), lengths)
+    parts = weights * tws / dens
     universe: npt.NDArray[np.int64] | None = None
-    if top <= max(4 * postings, DENSE_SLACK):
-        size = top
-        index = [_ints(seg[0]) for _w, _e, seg in segments]
-    else:
-        raw = [_ints(seg[0]).astype(np.int64) for _w, _e, seg in segments]
-        universe = np.unique(np.concatenate(raw))
+    index: npt.NDArray[np.integer[Any]] = ids
+    size = top
+    if top > max(4 * postings, DENSE_SLACK):
+        universe = np.unique(ids.astype(np.int64))
         size = len(universe)
-        index = [np.searchsorted(universe, ids) for ids in raw]
-    values = np.zeros(size)
+        index = np.searchsorted(universe, ids)
+    # Weighted, so float64 already (the stubs say intp): astype copies nothing.
+    values = np.bincount(index, weights=parts, minlength=size).astype(np.float64, copy=False)
     touched = np.zeros(size, dtype=np.bool_)
-    exact = np.zeros(size, dtype=np.bool_) if corrected else None
-    for (w, is_exact, (_ids, tws, dens, _firsts)), idx in zip(segments, index, strict=True):
-        # (w × tf) / den, as the Python loop groups it.
-        values[idx] += w * _ints(tws) / np.frombuffer(dens, dtype=np.float64)
-        touched[idx] = True
-        if exact is not None and is_exact:
-            exact[idx] = True
+    touched[index] = True
+    exact = None
+    if corrected:
+        exact = np.zeros(size, dtype=np.bool_)
+        flags = np.repeat(np.array([bool(e) for _w, e, _s in segments]), lengths)
+        exact[index[flags]] = True
     where = np.flatnonzero(touched)
-    ids = where if universe is None else universe[where]
+    found = where if universe is None else universe[where]
     return VectorScores(
-        ids.astype(np.int64), values[where], None if exact is None else exact[where]
+        found.astype(np.int64), values[where], None if exact is None else exact[where]
     )
