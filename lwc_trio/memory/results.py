@@ -152,15 +152,18 @@ def query_pattern(query: str) -> WholeQuery | None:
     return WholeQuery(tuple(words))
 
 
-def _whole_match(text: str, whole: WholeQuery) -> int:
-    """Start of the first whole-word match of `whole` in `text`, or -1."""
-    low = text.lower()
+def _whole_match(text: str, whole: WholeQuery, low: str | None = None) -> int:
+    """Start of the first whole-word match of `whole` in `text` (`low`: `text.lower()`,
+    when known), or -1."""
+    if low is None:
+        low = text.lower()
     if len(low) != len(text):  # lowercasing moved indexes (rare): no whole-query window
         return -1
     # A text missing a word cannot match: most do, and they never compile the expression
     # (parsing one costs more than the rest of a snippet; a new query is the common case).
-    if not all(word in low for word in whole.words):
-        return -1
+    for word in whole.words:
+        if word not in low:
+            return -1
     pattern = whole.pattern()
     pos = 0
     while (found := pattern.search(low, pos)) is not None:
@@ -181,11 +184,22 @@ def make_snippet(text: str, at: int, whole: WholeQuery | None = None) -> str:
     none, start of text), on a word boundary; `…` marks each side that was cut.
     """
     text = text[:SNIPPET_SCAN]
+    return _window(text, _snippet_at(text, at, whole))
+
+
+def _snippet_at(text: str, at: int, whole: WholeQuery | None, low: str | None = None) -> int:
+    """Where `make_snippet`'s window leads up to in `text` (already cut to `SNIPPET_SCAN`):
+    the whole query's match, else `at`; 0 for the start of the text."""
     if whole is not None:
-        start = _whole_match(text, whole)
+        start = _whole_match(text, whole, low)
         at = start if start >= 0 else at
+    return at if 0 < at <= len(text) else 0
+
+
+def _window(text: str, at: int) -> str:
+    """`make_snippet` for a text cut to `SNIPPET_SCAN` and a `_snippet_at` position."""
     lead = 0
-    if 0 < at <= len(text):
+    if at > 0:
         lead = max(0, at - SNIPPET_LEAD)
         # Start at a word boundary: skip the rest of a word the cut fell into (CJK
         # characters are words of their own), then the separators after it.
@@ -246,6 +260,11 @@ class _Rows:
     def __init__(self) -> None:
         self.pages: dict[str, PageRow | None] = {}
         self.sources: dict[str, SourceRow | None] = {}
+        self.lowered: dict[tuple[str, str], str] = {}
+        """(doc type, identifier) -> its snippet text lowercased (`_whole_match`)."""
+        self.windows: dict[tuple[str, str, int], str] = {}
+        """(doc type, identifier, `_snippet_at`) -> the snippet (queries sharing a first
+        term get the same window)."""
         self.size = 0
 
     def keep(self, text: str) -> bool:
@@ -341,7 +360,7 @@ def read_hits(
         if hit.doc_type == "page" and hit.identifier in pages:
             slug = hit.identifier
             title, kind, summary, head, length, updated, provenance, links = pages[slug]
-            snippet = make_snippet(snippet_text(head, summary), hit.snippet_at, whole)
+            snippet = _snippet(kept, hit, snippet_text(head, summary), whole)
             rows.append(
                 ResultRow(
                     scope, "page", slug, title, kind, summary, provenance,
@@ -357,10 +376,32 @@ def read_hits(
             rows.append(
                 ResultRow(
                     scope, "source", hit.identifier, title, None, None, None,
-                    make_snippet(head, hit.snippet_at, whole), hit.rank, hit.match, created,
+                    _snippet(kept, hit, head, whole), hit.rank, hit.match, created,
                 )
             )  # fmt: skip
     return rows, bodies
+
+
+def _snippet(kept: _Rows | None, hit: Hit, text: str, whole: WholeQuery | None) -> str:
+    """`make_snippet(text, hit.snippet_at, whole)`, through the revision's `kept` windows."""
+    if kept is None:
+        return make_snippet(text, hit.snippet_at, whole)
+    text = text[:SNIPPET_SCAN]
+    doc = (hit.doc_type, hit.identifier)
+    low = None
+    if whole is not None:
+        low = kept.lowered.get(doc)
+        if low is None:
+            low = text.lower()
+            if kept.keep(low):
+                kept.lowered[doc] = low
+    at = _snippet_at(text, hit.snippet_at, whole, low)
+    snippet = kept.windows.get((*doc, at))
+    if snippet is None:
+        snippet = _window(text, at)
+        if kept.keep(snippet):
+            kept.windows[(*doc, at)] = snippet
+    return snippet
 
 
 def _links(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
