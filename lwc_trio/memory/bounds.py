@@ -77,7 +77,8 @@ def _number(value: object, what: str) -> float:
 
 
 def _provenance(values: object) -> tuple[str, ...]:
-    if not isinstance(values, tuple) or not all(value in _PROVENANCE for value in values):
+    # Values read from SQLite are hashable; `issuperset` is `all(v in _PROVENANCE ...)`.
+    if not isinstance(values, tuple) or not _PROVENANCE.issuperset(values):
         raise _corrupt("provenance")
     return values
 
@@ -129,7 +130,7 @@ def bound_body(body: PageBody) -> PageBody:
         and type(body.head) is str
         and type(body.length) is int
         and len(body.links) <= LINKS_MAX
-        and all(_fits(link, LINK_MAX) for link in body.links)
+        and (not body.links or all(_fits(link, LINK_MAX) for link in body.links))
         and _provenance(body.provenance) is body.provenance
     ):
         return body  # the common case: a store lwc wrote

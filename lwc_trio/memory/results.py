@@ -262,6 +262,8 @@ class _Rows:
         self.sources: dict[str, SourceRow | None] = {}
         self.lowered: dict[tuple[str, str], str] = {}
         """(doc type, identifier) -> its snippet text lowercased (`_whole_match`)."""
+        self.bodies: dict[tuple[str, str], PageBody] = {}
+        """(scope, slug) -> the Page's `pages` entry as read (`bounds.py` checks it)."""
         self.windows: dict[tuple[str, str, int], str] = {}
         """(doc type, identifier, `_snippet_at`) -> the snippet (queries sharing a first
         term get the same window)."""
@@ -367,10 +369,16 @@ def read_hits(
                     snippet, hit.rank, hit.match, updated,
                 )
             )  # fmt: skip
-            bodies[slug] = PageBody(
-                scope, slug, title, kind, summary, head[:PAGE_BODY_CAP], length,
-                provenance, links, updated,
-            )  # fmt: skip
+            body = None if kept is None else kept.bodies.get((scope, slug))
+            if body is None:
+                body = PageBody(
+                    scope, slug, title, kind, summary, head[:PAGE_BODY_CAP], length,
+                    provenance, links, updated,
+                )  # fmt: skip
+                # A head longer than the cap is a copy: it counts against the budget.
+                if kept is not None and (len(head) <= PAGE_BODY_CAP or kept.keep(body.head)):
+                    kept.bodies[scope, slug] = body
+            bodies[slug] = body
         elif hit.doc_type == "source" and hit.identifier in sources:
             title, head, created = sources[hit.identifier]
             rows.append(
