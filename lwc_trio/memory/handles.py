@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import sqlite3
 import stat
@@ -212,7 +213,9 @@ def _problem(scope: str, directory: str, problem: StoreError) -> StoreRef:
     return StoreRef(scope, _db_path(directory), problem)
 
 
+@functools.lru_cache(maxsize=256)
 def _db_path(directory: str) -> Path:
+    # Cached: a Path is immutable, and parsing one is a tenth of a store walk.
     return Path(directory, STORE_DIR, STORE_FILE)
 
 
