@@ -121,7 +121,8 @@ def _check(cancelled: threading.Event | None) -> None:
 
 
 Description = tuple[str, str, str, str, bool]
-"""A document's (doc_type, ident, title terms, path terms, generic), from `search_docs`."""
+"""A document's (doc_type, ident, title terms, path terms, generic), from `search_docs`;
+the terms with a space on each side, as `_factor` compares them."""
 
 FACTS_MAX = 50_000
 """Entries of each kind (terms, documents, Pages) one `_Facts` keeps."""
@@ -495,7 +496,8 @@ def _describe(
             f"FROM search_docs WHERE doc_id IN ({_marks(len(chunk))})",
             chunk,
         ):
-            found[int(doc_id)] = (str(doc_type), str(ident), str(title), str(path), bool(generic))
+            padded = f" {title} ", f" {path} "
+            found[int(doc_id)] = (str(doc_type), str(ident), *padded, bool(generic))
     if facts is not None and wanted and len(facts.docs) < FACTS_MAX:
         facts.docs.update((doc_id, found.get(doc_id)) for doc_id in wanted)
     return found
@@ -520,15 +522,14 @@ def _summarized(conn: sqlite3.Connection, slugs: Sequence[str]) -> set[str]:
 def _factor(
     title: str, path: str, generic: bool, padded: str, wants_generic: bool, ranking: Ranking
 ) -> float:
-    """The multiplier for a score; > 1 pulls a document up. `padded` is the phrase with a
-    space on each side: a title equal to the phrase is the same string padded."""
+    """The multiplier for a score; > 1 pulls a document up. `title`, `path` and the query's
+    `padded` phrase have a space on each side: a title equal to the phrase is equal padded,
+    a title containing it as a run of whole terms contains it padded."""
     factor = 1.0
-    words = f" {title} "
-    if padded in words:
-        factor *= ranking.title_exact if words == padded else ranking.title_phrase
-    words = f" {path} "
-    if padded in words:
-        factor *= ranking.path_exact if words == padded else ranking.path_phrase
+    if padded in title:
+        factor *= ranking.title_exact if title == padded else ranking.title_phrase
+    if padded in path:
+        factor *= ranking.path_exact if path == padded else ranking.path_phrase
     if generic and not wants_generic:
         factor *= ranking.generic_penalty
     return factor
