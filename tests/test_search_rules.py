@@ -124,6 +124,27 @@ def test_typo_correction_labels_results_found_only_that_way(tmp_path: Path) -> N
     assert ids(ask("pdo", project, home=home)) == []
 
 
+@pytest.mark.parametrize(
+    "typo",
+    ["xogin", "olgin", "ogin", "blogin", "lgoin", "logn", "loginx"],
+    ids=["substituted", "swapped", "deleted", "inserted", "inner-swap", "inner-deleted", "added"],
+)
+def test_one_edit_at_the_first_character_is_corrected_too(tmp_path: Path, typo: str) -> None:
+    """Words of up to 7 letters are matched through their first character (or the edit at
+    it); an edit there finds the word as an edit anywhere else does."""
+    project, db, home = new_project(tmp_path)
+    put_pages(
+        db,
+        [
+            page("auth", "Auth", "login uses oauth device codes"),
+            page("misc", "Misc", "unrelated words here"),
+            page("kern", "Kernel", "panics and traces"),
+        ],
+    )
+    memory = ask(typo, project, home=home)
+    assert [(r["identifier"], r["match"]) for r in memory["results"]] == [("auth", "fuzzy")]
+
+
 def test_typo_ties_are_deterministic(tmp_path: Path) -> None:
     """Two vocabulary words at the same distance: the same choice, every time."""
     project, db, home = new_project(tmp_path)

@@ -40,6 +40,8 @@ TITLE_CUTOFF = 80.0
 """fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80."""
 MAX_CORRECTIONS = 3
 """At most this many vocabulary terms stand in for one unknown query word."""
+ONE_EDIT_MAX = 7
+"""The longest word corrected with one edit (`max_edits`)."""
 MEMO_SIZE = 4096
 """Words whose near and similar words one `Vocabulary` remembers (then it starts over)."""
 
@@ -59,6 +61,12 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path, sorted (the
     title fill-up looks only there: other words could not fill anything)."""
+    initials: dict[tuple[int, str], tuple[str, ...]] = attrs.field(factory=dict)
+    """(length, first character) -> the words of up to `ONE_EDIT_MAX + 1` characters,
+    sorted: a word one edit from a word of another first character differs from it at
+    its start, which `near_words` looks up instead of comparing the whole bucket."""
+    tails: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """word[1:] -> those words, sorted (the one-edit changes of a first character)."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
@@ -79,10 +87,18 @@ def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
         row[0]
         for row in conn.execute("SELECT DISTINCT term FROM search_segments WHERE length(heads) > 0")
     }
+    initials: dict[tuple[int, str], list[str]] = {}
+    tails: dict[str, list[str]] = {}
+    for word in sorted(stems):
+        if len(word) <= ONE_EDIT_MAX + 1:
+            initials.setdefault((len(word), word[0]), []).append(word)
+            tails.setdefault(word[1:], []).append(word)
     return Vocabulary(
         stems,
         _buckets(stems),
         _buckets({word: stem for word, stem in stems.items() if stem in in_titles}),
+        {key: tuple(words) for key, words in initials.items()},
+        {key: tuple(words) for key, words in tails.items()},
     )
 
 
@@ -107,14 +123,43 @@ def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str,
     if remembered is not None:
         return remembered
     found: list[tuple[int, str, str]] = []
-    for n in range(len(word) - edits, len(word) + edits + 1):
-        words = vocab.by_length.get(n, ())
-        for candidate, distance, _i in process.extract(
-            word, words, scorer=OSA.distance, score_cutoff=edits, limit=None
-        ):
-            found.append((int(distance), candidate, vocab.stems[candidate]))
+    if edits == 1 and len(word) <= ONE_EDIT_MAX:
+        found = _one_edit(vocab, word)
+    else:
+        for n in range(len(word) - edits, len(word) + edits + 1):
+            words = vocab.by_length.get(n, ())
+            for candidate, distance, _i in process.extract(
+                word, words, scorer=OSA.distance, score_cutoff=edits, limit=None
+            ):
+                found.append((int(distance), candidate, vocab.stems[candidate]))
     found.sort()
     _remember(vocab, key, found)
+    return found
+
+
+def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
+    """`near_words(vocab, word, 1)` unsorted, from `vocab.initials` and `vocab.tails`.
+
+    A word within one edit (substitution, insertion, deletion or adjacent swap) of `word`
+    either starts with the same character, and is in the buckets of that initial, or the
+    edit is at the start: the first character substituted (same `word[1:]`), a character
+    put before it (its tail is `word`), the first one deleted (`word[1:]`) or the first
+    two swapped. Each candidate is measured as the whole-bucket scan measures it."""
+    initial = word[0]
+    found: list[tuple[int, str, str]] = []
+    for n in range(len(word) - 1, len(word) + 2):
+        for candidate, distance, _i in process.extract(
+            word, vocab.initials.get((n, initial), ()), scorer=OSA.distance,
+            score_cutoff=1, limit=None,
+        ):  # fmt: skip
+            found.append((int(distance), candidate, vocab.stems[candidate]))
+    others = {*vocab.tails.get(word[1:], ()), *vocab.tails.get(word, ())}
+    others.update(w for w in (word[1:], word[1::-1] + word[2:]) if w in vocab.stems)
+    for candidate in others:
+        if candidate[0] != initial:  # the others were found above
+            distance = OSA.distance(word, candidate, score_cutoff=1)
+            if distance <= 1:
+                found.append((distance, candidate, vocab.stems[candidate]))
     return found
 
 
