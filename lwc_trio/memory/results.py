@@ -251,6 +251,8 @@ SourceRow = tuple[str, str, str]
 
 ROWS_BUDGET = 1_000_000
 """Characters of Page and Source heads one `_Rows` keeps."""
+SNIPPETS_BUDGET = 1_000_000
+"""Characters of lowercased snippet texts and of snippets one `_Rows` keeps."""
 
 
 class _Rows:
@@ -268,11 +270,20 @@ class _Rows:
         """(doc type, identifier, `_snippet_at`) -> the snippet (queries sharing a first
         term get the same window)."""
         self.size = 0
+        self.snippet_size = 0
 
     def keep(self, text: str) -> bool:
         if self.size + len(text) > ROWS_BUDGET:
             return False
         self.size += len(text)
+        return True
+
+    def keep_snippet(self, text: str) -> bool:
+        """Like `keep`, for what snippets derive from the rows (their own budget, so that
+        they never crowd out the rows)."""
+        if self.snippet_size + len(text) > SNIPPETS_BUDGET:
+            return False
+        self.snippet_size += len(text)
         return True
 
 
@@ -401,13 +412,13 @@ def _snippet(kept: _Rows | None, hit: Hit, text: str, whole: WholeQuery | None) 
         low = kept.lowered.get(doc)
         if low is None:
             low = text.lower()
-            if kept.keep(low):
+            if kept.keep_snippet(low):
                 kept.lowered[doc] = low
     at = _snippet_at(text, hit.snippet_at, whole, low)
     snippet = kept.windows.get((*doc, at))
     if snippet is None:
         snippet = _window(text, at)
-        if kept.keep(snippet):
+        if kept.keep_snippet(snippet):
             kept.windows[(*doc, at)] = snippet
     return snippet
 
