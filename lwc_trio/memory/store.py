@@ -271,15 +271,30 @@ def begin_read_cookie(
             check_schema(conn)
         # With the cookie unchanged, `meta` is still the table verified above, and one read
         # of it gives both the format version (a value a writer can change) and the info.
-        values = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        rows = tuple(conn.execute("SELECT key, value FROM meta").fetchall())
+        known = _INFOS.get(rows)
+        if known is not None:
+            return known, cookie
+        values = dict(rows)
         current = parse_count(values.get("format_version"))
         if current is None:
             raise StoreError("store_corrupt", "the store has no valid format_version")
         if current != FORMAT_VERSION:
             raise _version_error(current)
-        return _parse_info(values), cookie
+        info = _parse_info(values)
+        if len(_INFOS) >= _INFOS_MAX:
+            _INFOS.clear()
+        _INFOS[rows] = info
+        return info, cookie
     except sqlite3.Error as exc:
         raise translate_error(exc) from None
+
+
+_INFOS: dict[tuple[tuple[object, object], ...], StoreInfo] = {}
+"""`meta` rows already checked and parsed by `begin_read_cookie` -> their `StoreInfo`
+(frozen): the same rows always give the same info, and a store's rows change only with a
+write (its revision). Shared by all threads (dict reads and writes are atomic)."""
+_INFOS_MAX = 256
 
 
 def _version_error(version: int) -> StoreError:
