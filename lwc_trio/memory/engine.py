@@ -199,7 +199,7 @@ class _Answers:
                 self.size += size
 
 
-ANSWERS_MAX = 2048
+ANSWERS_MAX = 1024
 ANSWERS_BUDGET = 4_000_000
 ANSWERS: RevisionCache[_Answers] = RevisionCache(4)
 """`_Answers` per (store path, store_id, store_revision), like `search.PREPARED`: a write
