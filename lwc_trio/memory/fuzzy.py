@@ -61,12 +61,11 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path, sorted (the
     title fill-up looks only there: other words could not fill anything)."""
-    initials: dict[tuple[int, str], tuple[str, ...]] = attrs.field(factory=dict)
-    """(length, first character) -> the words of up to `ONE_EDIT_MAX + 1` characters,
-    sorted: a word one edit from a word of another first character differs from it at
-    its start, which `near_words` looks up instead of comparing the whole bucket."""
-    tails: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
-    """word[1:] -> those words, sorted (the one-edit changes of a first character)."""
+    initials: dict[int, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
+    """length -> first character -> those words, sorted, for the lengths one-edit
+    corrections looked at so far (`_one_edit`; built from `by_length` on first need)."""
+    tails: dict[int, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
+    """length -> word[1:] -> those words, sorted, likewise."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
@@ -87,18 +86,10 @@ def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
         row[0]
         for row in conn.execute("SELECT DISTINCT term FROM search_segments WHERE length(heads) > 0")
     }
-    initials: dict[tuple[int, str], list[str]] = {}
-    tails: dict[str, list[str]] = {}
-    for word in sorted(stems):
-        if len(word) <= ONE_EDIT_MAX + 1:
-            initials.setdefault((len(word), word[0]), []).append(word)
-            tails.setdefault(word[1:], []).append(word)
     return Vocabulary(
         stems,
         _buckets(stems),
         _buckets({word: stem for word, stem in stems.items() if stem in in_titles}),
-        {key: tuple(words) for key, words in initials.items()},
-        {key: tuple(words) for key, words in tails.items()},
     )
 
 
@@ -145,15 +136,18 @@ def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
     edit is at the start: the first character substituted (same `word[1:]`), a character
     put before it (its tail is `word`), the first one deleted (`word[1:]`) or the first
     two swapped. Each candidate is measured as the whole-bucket scan measures it."""
-    initial = word[0]
+    initial, n = word[0], len(word)
     found: list[tuple[int, str, str]] = []
-    for n in range(len(word) - 1, len(word) + 2):
+    for length in range(n - 1, n + 2):
         for candidate, distance, _i in process.extract(
-            word, vocab.initials.get((n, initial), ()), scorer=OSA.distance,
-            score_cutoff=1, limit=None,
+            word, _index(vocab.initials, vocab, length, 0).get(initial, ()),
+            scorer=OSA.distance, score_cutoff=1, limit=None,
         ):  # fmt: skip
             found.append((int(distance), candidate, vocab.stems[candidate]))
-    others = {*vocab.tails.get(word[1:], ()), *vocab.tails.get(word, ())}
+    others = {
+        *_index(vocab.tails, vocab, n, 1).get(word[1:], ()),
+        *_index(vocab.tails, vocab, n + 1, 1).get(word, ()),
+    }
     others.update(w for w in (word[1:], word[1::-1] + word[2:]) if w in vocab.stems)
     for candidate in others:
         if candidate[0] != initial:  # the others were found above
@@ -161,6 +155,22 @@ def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
             if distance <= 1:
                 found.append((distance, candidate, vocab.stems[candidate]))
     return found
+
+
+def _index(
+    kept: dict[int, dict[str, tuple[str, ...]]], vocab: Vocabulary, length: int, tail: int
+) -> dict[str, tuple[str, ...]]:
+    """The words of `length` characters by their first character (`tail` 0) or by all but
+    it (`tail` 1), built on first need and kept in `kept` (threads may build one twice: the
+    same value)."""
+    index = kept.get(length)
+    if index is None:
+        grouped: dict[str, list[str]] = {}
+        for word in vocab.by_length.get(length, ()):  # sorted, so each group is too
+            grouped.setdefault(word[1:] if tail else word[0], []).append(word)
+        index = {key: tuple(words) for key, words in grouped.items()}
+        kept[length] = index
+    return index
 
 
 def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
