@@ -249,6 +249,7 @@ def test_large_segments_are_checked_like_small_ones(monkeypatch: Any) -> None:
         outcomes = []
         for vector_min in (0, 10**9):
             monkeypatch.setattr(search, "VECTOR_MIN", vector_min)
+            monkeypatch.setattr(search, "VECTOR_LOADED_MIN", vector_min)
             try:
                 search._segment(blob)
                 outcomes.append("ok")

@@ -208,7 +208,7 @@ def _segment(blob: object) -> Segment:
         raise sqlite3.DatabaseError("the search index holds invalid postings")
     values = unpack(blob)
     ids, tws, dls, firsts = values[0::4], values[1::4], values[2::4], values[3::4]
-    vector = _vector(len(ids))
+    vector = _loaded_vector(len(ids))
     if vector is not None:
         valid = bool(vector.valid_postings(blob))
     else:
@@ -245,6 +245,9 @@ VECTOR_STORE_MIN = 1_000
 """Documents from which a store's first query imports numpy whatever its own postings, so
 that the import (about 0.1 s) is part of that first answer, not of a later one."""
 
+VECTOR_LOADED_MIN = 64
+"""Postings from which a segment is decoded with numpy once it is imported (`_loaded_vector`)."""
+
 _VECTOR: list[ModuleType | None] = []
 
 
@@ -261,8 +264,17 @@ def _vector(postings: int) -> ModuleType | None:
     return _VECTOR[0]
 
 
+def _loaded_vector(postings: int) -> ModuleType | None:
+    """`_vector(postings)`, or from `VECTOR_LOADED_MIN` postings `vector.py` when it is
+    imported already: decoding a segment costs numpy a few calls whatever its size, and
+    the same checks and denominators."""
+    if postings >= VECTOR_LOADED_MIN and _VECTOR:
+        return _VECTOR[0]
+    return _vector(postings)
+
+
 def _denominators(tws: array[int], dls: array[int], k: float, kb: float) -> array[float]:
-    vector = _vector(len(tws))
+    vector = _loaded_vector(len(tws))
     if vector is not None:
         dens: array[float] = vector.denominators(tws, dls, k, kb)
         return dens

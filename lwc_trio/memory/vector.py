@@ -46,11 +46,12 @@ def valid_postings(blob: bytes) -> bool:
     ascending distinct positive doc ids, positive counts, lengths ≥ 0, firsts ≥ −1."""
     rows = np.frombuffer(blob, dtype="<i4").reshape(-1, 4)
     ids = rows[:, 0]
+    low = rows.min(axis=0)  # each column's minimum, one reduction (ascending ids: the first)
     return bool(
-        ids[0] >= 1
-        and rows[:, 1].min() >= 1
-        and rows[:, 2].min() >= 0
-        and rows[:, 3].min() >= -1
+        low[0] >= 1
+        and low[1] >= 1
+        and low[2] >= 0
+        and low[3] >= -1
         and (len(ids) < 2 or (ids[1:] > ids[:-1]).all())
     )
 
