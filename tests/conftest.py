@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio.testing
+from lane_clock import HeldClock
 from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +34,13 @@ def workspace(tmp_path: Path) -> Path:
 def lwc_env(home: Path) -> dict[str, str]:
     """Environment for a child `lwc`: private HOME, no faults, no runtime override."""
     return child_env(home)
+
+
+@pytest.fixture
+async def held_clock(autojump_clock: trio.testing.MockClock) -> HeldClock:
+    """`autojump_clock`, held still while a lane thread works (tests/lane_clock.py); a test
+    asks for both, so pytest-trio runs it on that clock."""
+    return HeldClock(autojump_clock)
 
 
 def child_env(home: Path) -> dict[str, str]:

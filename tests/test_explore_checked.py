@@ -18,10 +18,11 @@ import pytest
 import trio
 import trio.testing
 from conftest_memory import MEMORY_FAULTS, new_store, page, put_pages
+from lane_clock import Hang, HeldClock
 
 from lwc_trio.actors.authorizer import PathChecks
 from lwc_trio.actors.explore import Explorer
-from lwc_trio.actors.planes import MEMORY_THREADS
+from lwc_trio.actors.planes import CHECK_POLL, MEMORY_GROW_AFTER, MEMORY_THREADS
 from lwc_trio.actors.supervisor import Services
 from lwc_trio.config import ServerConfig
 from lwc_trio.faults import FaultPlan
@@ -92,14 +93,28 @@ def _found(answer: tuple[dict[str, Any], bool]) -> bool:
     return not is_error and structured["memory"]["results"][0]["identifier"] == "auth-flow"
 
 
+EPS = 1e-9
+"""Float slack for virtual times that are sums of deadlines."""
+
+
+def _at_its_deadline(took: float, config: ServerConfig) -> bool:
+    """A hung check's call answered `took` after the check started: at its 2 s deadline,
+    late by at most `CHECK_POLL` (how often a call looks whether its check has started)."""
+    return config.auth_timeout - EPS <= took <= config.auth_timeout + CHECK_POLL + EPS
+
+
 async def _calls(
-    config: ServerConfig, plan: list[tuple[float, str, str]]
-) -> dict[str, tuple[float, tuple[dict[str, Any], bool]]]:
-    """Run `(at, name, project)` calls in mode memory; a check of `WS/sub` hangs."""
-    release = threading.Event()
+    config: ServerConfig, held: HeldClock, plan: list[tuple[float, str, str]]
+) -> tuple[dict[str, tuple[float, tuple[dict[str, Any], bool]]], list[float]]:
+    """Run `(at, name, project)` calls in mode memory; a check of `WS/sub` hangs (in a real
+    lane thread, until the calls are done). Returns each call's answer with the virtual
+    time it came, and the virtual times at which the hung checks started."""
+    release = Hang(held)
+    hangs: list[float] = []
 
     def check(raw: str) -> Path:
         if raw.endswith("/sub"):
+            hangs.append(held.clock.current_time())
             release.wait()
         return authorize_project_path(raw, config.workspace, config.env)
 
@@ -119,36 +134,42 @@ async def _calls(
                     raw = project.replace("WS", str(config.workspace))
                     nursery.start_soon(call, at, name, raw)
         finally:
-            release.set()
-    return answers
+            release.release()
+    return answers, sorted(hangs)
 
 
 async def test_a_hung_check_answers_at_its_deadline_and_others_do_not_wait(
-    config: ServerConfig, clock: trio.testing.MockClock
+    config: ServerConfig, autojump_clock: trio.testing.MockClock, held_clock: HeldClock
 ) -> None:
-    """A check that hangs answers "could not be checked within 2 s" at 2 s; a call beside it
-    is answered at once."""
-    answers = await _calls(config, [(0.0, "hung", "WS/sub"), (0.5, "beside", "WS")])
-    assert answers["hung"][0] == pytest.approx(config.auth_timeout, abs=0.3)
+    """A check that hangs answers "could not be checked within 2 s" at its deadline; a call
+    beside it waits for the busy thread no longer than `MEMORY_GROW_AFTER`, then gets a
+    thread of its own."""
+    answers, hangs = await _calls(
+        config, held_clock, [(0.0, "hung", "WS/sub"), (0.5, "beside", "WS")]
+    )
+    assert hangs == [0.0]
+    assert _at_its_deadline(answers["hung"][0], config)
     assert _could_not_check(answers["hung"][1])
-    assert answers["beside"][0] == pytest.approx(0.5, abs=0.3)
+    assert 0.5 <= answers["beside"][0] <= 0.5 + MEMORY_GROW_AFTER + EPS
     assert _found(answers["beside"][1])
 
 
 async def test_stuck_check_threads_are_replaced(
-    config: ServerConfig, clock: trio.testing.MockClock
+    config: ServerConfig, autojump_clock: trio.testing.MockClock, held_clock: HeldClock
 ) -> None:
-    """More hung checks than memory threads: each answers 2 s after its check started (the
-    first ones at 2 s, the ones that waited for a thread later); a call after them all is
-    served at once, on threads that replaced the stuck ones."""
+    """More hung checks than memory threads: the first ones start at once, the others once
+    the first have given up; each answers at its deadline from when it started, and a call
+    after them all is served at once, on threads that replaced the stuck ones."""
     hung = MEMORY_THREADS + 2
     plan = [(0.0, f"hung{i}", "WS/sub") for i in range(hung)] + [(5.0, "after", "WS")]
-    answers = await _calls(config, plan)
+    answers, hangs = await _calls(config, held_clock, plan)
+    assert len(hangs) == hung
+    assert all(at <= MEMORY_GROW_AFTER + EPS for at in hangs[:MEMORY_THREADS])
+    assert all(at >= config.auth_timeout - EPS for at in hangs[MEMORY_THREADS:])
     times = sorted(answers[f"hung{i}"][0] for i in range(hung))
-    assert times[0] == pytest.approx(2.0, abs=0.3)
-    assert times[-1] == pytest.approx(4.0, abs=0.5)
+    assert all(_at_its_deadline(t - at, config) for t, at in zip(times, hangs, strict=True))
     assert all(_could_not_check(answers[f"hung{i}"][1]) for i in range(hung))
-    assert answers["after"][0] == pytest.approx(5.0, abs=0.3)
+    assert 5.0 <= answers["after"][0] <= 5.0 + MEMORY_GROW_AFTER + EPS
     assert _found(answers["after"][1])
 
 

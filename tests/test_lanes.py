@@ -11,6 +11,7 @@ import outcome
 import pytest
 import trio
 import trio.testing
+from lane_clock import Hang, HeldClock
 
 from lwc_trio.actors.lanes import ThreadLane, open_lane
 from lwc_trio.exceptions import LaneClosed
@@ -247,6 +248,37 @@ async def test_growing_lane_never_exceeds_its_threads(clock: trio.testing.MockCl
         assert order == []
         release.set()
     assert order == ["slow", "next"]
+
+
+async def test_each_job_that_waited_grow_after_brings_in_a_thread_for_itself(
+    autojump_clock: trio.testing.MockClock, held_clock: HeldClock
+) -> None:
+    """Two jobs queued together behind a busy thread: the thread that the later one's wait
+    brings in runs the later one, not the queue's head (a hung job here), and the head's own
+    wait brings in another; no job that waited grow_after is left waiting behind a hang."""
+    release = Hang(held_clock)
+    hung: list[str] = []
+
+    def hang() -> str:
+        hung.append(threading.current_thread().name)
+        release.wait()
+        return "hung"
+
+    async with open_lane("g", 3, grow_after=0.01) as lane:
+        busy = await lane.start(hang)
+        ahead = await lane.start(hang)
+        behind = await lane.start(lambda: "behind")
+        # trio wakes tasks whose deadlines fall together in no fixed order: here the later
+        # job's wait ends first.
+        assert await behind.wait_until(1.0)
+        assert trio.current_time() == pytest.approx(0.01)
+        assert behind.result() == "behind"
+        assert not await ahead.wait_until(2.0)
+        assert len(hung) == 2  # `ahead` runs too (on the thread `behind` left idle)
+        release.release()
+        assert await ahead.wait_until(3.0)
+        assert await busy.wait_until(3.0)
+        assert (ahead.result(), busy.result()) == ("hung", "hung")
 
 
 async def test_growing_lane_drops_a_cancelled_queued_job() -> None:

@@ -27,6 +27,9 @@ than grow without bound). The stuck thread exits if its job ever returns.
 
 Jobs outstanding (queued or running) are bounded like the mailboxes in front of the lane:
 `run()` and `wait_room()` wait, in trio, while the lane is full.
+
+Tests that run lanes under trio's autojump clock set `BUSY_OBSERVER` (see there): the clock
+cannot see threads, so without it virtual time runs on while a thread works.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ import trio
 
 from lwc_trio.exceptions import LaneClosed
 
-__all__ = ["MAX_STUCK", "LaneCall", "ThreadLane", "open_lane"]
+__all__ = ["BUSY_OBSERVER", "MAX_STUCK", "BusyObserver", "LaneCall", "ThreadLane", "open_lane"]
 
 T = TypeVar("T")
 
@@ -55,6 +58,14 @@ MAX_STUCK: Final = 16
 """Written-off threads a lane tolerates at once before it stops replacing them."""
 DEFAULT_QUEUE: Final = 64
 """Jobs waiting beyond the running ones, by default (the size of an actor's mailbox)."""
+
+BusyObserver = Callable[[int], None]
+"""Told +1 when a lane thread is handed work (in the trio thread) and -1 when it has none
+left: it waits for work, or, written off, its job returned (in that thread, under the
+lane's lock, so it must not block); `close()` reports the threads still busy as -N."""
+BUSY_OBSERVER: Final = trio.lowlevel.RunVar[BusyObserver | None]("lwc_lane_busy", default=None)
+"""Test hook: lanes created in this run report to it, so a test on trio's autojump clock can
+hold virtual time still while real threads work; unset (production), a lane reports nothing."""
 
 
 @attrs.define(eq=False)
@@ -129,6 +140,7 @@ class ThreadLane:
         self._working = 0
         """Threads running a job, or woken or started to take one."""
         self._closed = False
+        self._observer = BUSY_OBSERVER.get()
         # The room is touched only in the trio thread.
         self._limit = threads + max(queue, 0)
         self._outstanding = 0
@@ -217,6 +229,10 @@ class ThreadLane:
             dropped = list(self._queue)
             self._queue.clear()
             self._wake.notify_all()
+            if self._observer is not None:
+                # Threads no longer report once closed: account for the busy ones here.
+                self._observer(-(self._working + self._stuck))
+                self._observer = None
         for job in dropped:
             self._release(job)
             job.done(outcome.Error(LaneClosed(f"{self.name} lane closed")))
@@ -249,6 +265,13 @@ class ThreadLane:
         """`job` has waited `grow_after`: bring in another thread if it is still queued."""
         with self._lock:
             if not job.started and not job.abandoned and not self._closed:
+                # The thread brought in takes this job, not the queue's head: jobs due at
+                # the same time wake in no fixed order, and the head's own grow (now, or
+                # already done) brings in its own thread. Taken from the head, the thread
+                # left this job queued behind the head (a hang, say) and the head's grow
+                # found its job started and added nothing.
+                self._queue.remove(job)
+                self._queue.appendleft(job)
                 self._add_worker()
 
     def _add_worker(self) -> None:
@@ -258,8 +281,12 @@ class ThreadLane:
             self._idle -= 1
             self._working += 1
             self._wake.notify()
+            if self._observer is not None:
+                self._observer(1)
         elif len(self._workers) < self.max_threads:
             self._working += 1
+            if self._observer is not None:
+                self._observer(1)
             worker = _Worker()
             worker.thread = threading.Thread(
                 target=self._work, args=(worker,), name=f"{self.name}-{self._started}", daemon=True
@@ -334,6 +361,8 @@ class ThreadLane:
                     # Idle until _add_worker() wakes this thread (and counts it working).
                     self._working -= 1
                     self._idle += 1
+                    if self._observer is not None:
+                        self._observer(-1)
                     self._wake.wait()
                 if self._closed:
                     return
@@ -352,6 +381,8 @@ class ThreadLane:
                 if lost:
                     # Replaced long ago: this thread no longer belongs to the lane.
                     self._stuck -= 1
+                    if self._observer is not None:
+                        self._observer(-1)
             # Before the delivery: once it runs, the lane's only reference is the caller's
             # (an idle thread would keep its last answer alive).
             del job, result
