@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from benchmarks.fixtures import run_module
+from lwc_trio.config import DEFAULT_CODE_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[1]
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
@@ -116,7 +117,12 @@ def test_fault_matrix_reduced_lwc_faults() -> None:
 def test_fault_matrix_child_signals() -> None:
     """SIGKILL / SIGSTOP of the real CodeGraph child mid-call: codegraph error, fresh child."""
     cases = ["sigkill", "sigstop"]
-    result = run_script("fault-matrix", "--quick", "--cases", ",".join(cases))
+    # The server's default code deadline, not the matrix's 2 s: the cold first call and the
+    # recovery call each wait for a fresh child, which takes about 1.9 s on a quiet machine.
+    timeout = f"{DEFAULT_CODE_TIMEOUT:g}"
+    result = run_script(
+        "fault-matrix", "--quick", "--cases", ",".join(cases), "--code-timeout", timeout
+    )
     check_matrix(result, cases)
     for row in result["rows"]:
         assert row["children_after"] == 1

@@ -1,14 +1,15 @@
 """Fault matrix: plane isolation under every injected and real fault, in mode `all` (issue 7).
 
     scripts/bench fault-matrix [--quick] [--json] [--binary PATH | --no-code]
-                               [--cases LIST] [--baseline N] [--keep]
+                               [--cases LIST] [--baseline N] [--code-timeout S] [--keep]
                                [--workspace DIR] [--lwc CMD] [--query TEXT]
 
 Set-up as in the soak (the same `benchmarks.fixtures.Fixture`): a temporary HOME and
 workspace, a project Wiki of `--pages` Pages written with `lwc page put`, and the CodeGraph
 index of a copy of the `lwc_trio` sources. Every case starts its OWN server,
-`python -m lwc_trio serve --mcp --path WS --memory-timeout 1 --code-timeout 2`, and sends only
-`lwc_explore` calls in mode `all` with one fixed query:
+`python -m lwc_trio serve --mcp --path WS --memory-timeout 1 --code-timeout 2` (`--code-timeout S`
+changes the 2: a fresh CodeGraph child takes about 1.9 s to answer, so on a loaded machine its
+first calls miss 2 s), and sends only `lwc_explore` calls in mode `all` with one fixed query:
 
 1. `--baseline` calls (default 6) with no fault: the first one is cold (it starts the
    CodeGraph child) and is not counted; the others give the no-fault baseline of each plane
@@ -73,15 +74,20 @@ from benchmarks.table import emit, loadavg, markdown_table
 
 
 async def matrix(
-    cases: Sequence[Case], fx: Fixture | Workspace, baseline: int, query: str, log: Log | None
+    cases: Sequence[Case],
+    fx: Fixture | Workspace,
+    baseline: int,
+    query: str,
+    log: Log | None,
+    code_timeout: float,
 ) -> list[dict[str, Any]]:
-    return [await run_case(case, fx, baseline, query, log) for case in cases]
+    return [await run_case(case, fx, baseline, query, log, code_timeout) for case in cases]
 
 
 def print_report(result: dict[str, Any]) -> None:
     print(
         f"lwc fault matrix: --memory-timeout {MEMORY_TIMEOUT:g} --code-timeout "
-        f"{CODE_TIMEOUT:g}, mode all, {result['baseline']} baseline calls per case "
+        f"{result['code_timeout']:g}, mode all, {result['baseline']} baseline calls per case "
         f"(first one cold, not counted), CodeGraph {'on' if result['codegraph'] else 'off'}, "
         f"{result['elapsed_s']} s, load average at the end {result['loadavg']}"
     )
@@ -132,6 +138,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-code", action="store_true", help="without the CodeGraph runtime")
     p.add_argument("--cases", default=None, help="comma-separated case names")
     p.add_argument("--baseline", type=int, default=None, help="baseline calls per case (≥ 2)")
+    p.add_argument(
+        "--code-timeout", type=float, default=CODE_TIMEOUT, help="the server's code deadline"
+    )
     p.add_argument("--pages", type=int, default=None)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--keep", action="store_true")
@@ -181,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         own = Workspace(args.workspace, has_code, binary)
         own.lwc = lwc or own.lwc
-        rows = trio.run(matrix, cases, own, args.baseline, args.query, log)
+        rows = trio.run(matrix, cases, own, args.baseline, args.query, log, args.code_timeout)
     else:
         with scratch("lwc-faults-", keep=args.keep, who="fault-matrix") as root:
             fx = Fixture(root, binary, args.source)
@@ -192,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"fault-matrix: set-up failed: {exc}", file=sys.stderr)
                 return 2
             started = time.perf_counter()
-            rows = trio.run(matrix, cases, fx, args.baseline, args.query, log)
+            rows = trio.run(matrix, cases, fx, args.baseline, args.query, log, args.code_timeout)
     for case, row in zip(cases, rows, strict=True):
         row["case_healthy"] = case.healthy
     summary = {
@@ -206,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     result = {
         "memory_timeout": MEMORY_TIMEOUT,
-        "code_timeout": CODE_TIMEOUT,
+        "code_timeout": args.code_timeout,
         "baseline": args.baseline,
         "codegraph": has_code,
         "loadavg": loadavg(),
