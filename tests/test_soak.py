@@ -132,7 +132,7 @@ def check_shutdown(result: dict[str, Any], rows: int) -> None:
     """Exit 0, every answer due delivered and correct, nothing left behind."""
     assert len(result["rows"]) == rows
     for row in result["rows"]:
-        assert row["behaviour_ok"], row
+        assert row["behaviour_ok"], (row["trigger"], row["in_flight"], row["problems"])
         assert row["exit_codes"] == [0]
         assert row["left"] == 0
         assert min(row["delivered"]) >= row["due"]

@@ -23,7 +23,10 @@ starts a fresh `python -m lwc_trio serve --mcp --path WS` with `LWC_FAULTS=memor
 Checks: exit code 0; stderr holds nothing but the `LWC_FAULTS` announcement; every call that
 finishes within the grace (2 s) is delivered — all N for N ≤ 32, and for N = 100 at least the
 96 calls of the three rounds of 32 that end by 1.5 s (the 4 queued last may be cancelled at
-the grace); no CodeGraph process left (the child and its group gone). Targets: ≤ 100 ms from
+the grace); after SIGTERM, rounds count as they came: each answer frees a slot for a queued
+call, due if that answer came at least `DELAY` + `SLACK` before the grace ended (a loaded
+machine takes longer than 0.5 s a round, and then fewer calls can finish in the grace); no
+CodeGraph process left (the child and its group gone). Targets: ≤ 100 ms from
 the trigger to exit with nothing in flight, never more than grace + 100 ms = 2.1 s.
 
 Exit 0 when every row passes, 1 otherwise, 2 on a set-up error.
@@ -43,7 +46,7 @@ import trio
 
 from benchmarks import procstats
 from benchmarks.fixtures import WORDS, Fixture, Log, find_binary, logger, scratch
-from benchmarks.messages import encode, initialize, key_of, ping, tool_call
+from benchmarks.messages import encode, initialize, ping, tool_call
 from benchmarks.stats import median, ms
 from benchmarks.stdio import StdioClient
 from benchmarks.table import emit, loadavg, markdown_table
@@ -53,12 +56,25 @@ GRACE = 2.0
 IN_FLIGHT_BOUND = 32
 IDLE_TARGET_MS = 100.0
 MAX_TARGET_MS = GRACE * 1000 + 100.0
+SLACK = 0.4
+"""What a queued call may take beyond its `DELAY` after its slot is freed (its search and its
+answer's write) and still count as due in a SIGTERM's grace. Below 0.5 s, so on a quiet
+machine the rounds due are the same three as `must_deliver`."""
 
 
 def must_deliver(n: int) -> int:
     """Calls certain to finish within the grace: whole rounds of the in-flight bound."""
     rounds = int((GRACE - 0.1) // DELAY)
     return min(n, rounds * IN_FLIGHT_BOUND)
+
+
+def due_in_grace(n: int, answered: Sequence[float]) -> int:
+    """Calls certain to finish in a SIGTERM's grace, from when their answers came (seconds
+    after the signal): the first `IN_FLIGHT_BOUND` were running at the signal; the k-th answer
+    freed the slot of the k-th queued call, which ends `DELAY` (+ `SLACK`) later at most.
+    Never more than `must_deliver(n)`: a quiet machine's rounds are the bound."""
+    freed = sum(at + DELAY + SLACK <= GRACE for at in answered)
+    return min(must_deliver(n), IN_FLIGHT_BOUND + freed)
 
 
 async def one_run(fx: Fixture, trigger: str, n: int, with_child: bool, seq: int) -> dict[str, Any]:
@@ -92,6 +108,7 @@ async def one_run(fx: Fixture, trigger: str, n: int, with_child: bool, seq: int)
             # back every call has been read (running, or queued beyond the in-flight bound).
             lines.append(encode(ping(999)))
             barrier = client.expect(999)
+            slots = {rid: client.expect(rid) for rid in queries}
             await client.send_raw(b"".join(lines))
             await client.wait_slot(barrier)
             if trigger == "eof":
@@ -112,19 +129,23 @@ async def one_run(fx: Fixture, trigger: str, n: int, with_child: bool, seq: int)
                 problems.append(f"exit code {code}")
             if left["live"] or left["gone_s"] is None:
                 problems.append(f"CodeGraph processes left: {left}")
+            # Anything unclaimed is an answer to no call or a second answer to one.
+            problems.extend(f"unexpected answer {str(m)[:200]}" for m in client.unclaimed)
             delivered = 0
-            for message in client.unclaimed:
-                answered = message.get("id")
-                sc = message.get("result", {}).get("structuredContent", {})
-                if answered not in queries or client.seen[key_of(answered)] != 1:
-                    problems.append(f"unexpected answer {str(message)[:200]}")
-                elif sc.get("query") != queries[answered] or sc["memory"].get("state") != "ready":
-                    problems.append(f"wrong answer for {answered}: {str(sc)[:200]}")
+            answered = []
+            for rid, slot in slots.items():
+                if slot.response is None:
+                    continue
+                answered.append(slot.received - t0)
+                sc = slot.response.get("result", {}).get("structuredContent", {})
+                if sc.get("query") != queries[rid] or sc["memory"].get("state") != "ready":
+                    problems.append(f"wrong answer for {rid}: {str(sc)[:200]}")
                 else:
                     delivered += 1
             run["delivered"] = delivered
-            if delivered < must_deliver(n):
-                problems.append(f"only {delivered} of {n} answers (≥ {must_deliver(n)} due)")
+            run["due"] = due = must_deliver(n) if trigger == "eof" else due_in_grace(n, answered)
+            if delivered < due:
+                problems.append(f"only {delivered} of {n} answers (≥ {due} due)")
             stray = [
                 ln
                 for ln in bytes(client.stderr).splitlines()
@@ -166,7 +187,7 @@ async def bench(
                     "exit_ms_max": round(max(times), 1),
                     "target_ms": limit,
                     "delivered": sorted({r.get("delivered", 0) for r in runs}),
-                    "due": must_deliver(n),
+                    "due": min(r.get("due", must_deliver(n)) for r in runs),
                     "exit_codes": sorted({r.get("exit_code") for r in runs}, key=str),
                     "left": sum(r.get("left_live", 0) for r in runs),
                     "problems": [p for r in runs for p in r["problems"]],
