@@ -440,3 +440,59 @@ def test_a_refusal_to_a_client_awaiting_100_continue_closes_at_once(server: Any)
     assert _status(response) == 404, response
     assert b"connection: close" in response.lower()
     assert closed
+
+
+# -- clients that do not read their answers -------------------------------------------------
+
+
+def _stuff_without_reading(port: int) -> socket.socket:
+    """A connection that pipelines pings and never reads: it sends until the server, whose
+    answers can no longer be written, stops reading too (its sends block for 0.5 s)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    batch = (_post_head(port, len(PING)) + PING) * 50
+    blocked_since: float | None = None
+    end = time.monotonic() + 4 * WAIT
+    while time.monotonic() < end:
+        try:
+            sock.send(batch)
+            blocked_since = None
+        except BlockingIOError:
+            now = time.monotonic()
+            blocked_since = blocked_since or now
+            if now - blocked_since > 0.5:
+                return sock
+            time.sleep(0.05)
+    raise AssertionError("the server kept reading a client that never reads")
+
+
+def test_clients_that_never_read_neither_fill_the_cap_nor_hold_the_shutdown(
+    server: Any,
+) -> None:
+    """Two connections stuck writing answers nobody reads: a third client is still served
+    (the cap closes a stuck one for it), and SIGTERM stops the server within its grace,
+    well before the write deadline (10 s). Before: 503 and no exit, not even on a second
+    signal."""
+    srv = server("connections=2")
+    stuck = [_stuff_without_reading(srv.port) for _ in range(2)]
+    try:
+        status, _, _ = request(srv.port)
+        assert status == 200
+        # Stuck again at the cap: the shutdown grace (2 s) must not wait for them.
+        stuck.append(_stuff_without_reading(srv.port))
+        code, stdout = srv.stop(timeout=8.0)
+        assert (code, stdout) == (0, b""), srv.stderr
+    finally:
+        for sock in stuck:
+            sock.close()
+
+
+def test_a_client_that_never_reads_is_closed_at_the_write_deadline(server: Any) -> None:
+    srv = server("write=1,idle=60")
+    sock = _stuff_without_reading(srv.port)
+    with sock:
+        time.sleep(2.0)  # past the write deadline: the server has closed its end
+        sock.setblocking(True)
+        _, closed = _read_until_closed(sock)
+    assert closed

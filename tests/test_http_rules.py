@@ -457,8 +457,9 @@ def test_content_length_with_transfer_encoding_is_400_and_closes() -> None:
 
 
 def test_default_limits_are_the_spec_values() -> None:
-    """10 s to read a request, 30 s idle keep-alive, 256 connections (SPEC §1.2)."""
-    assert http_rules.Limits() == http_rules.Limits(10.0, 30.0, 256)
+    """10 s to read a request, 30 s idle keep-alive, 256 connections (SPEC §1.2); an
+    answer gets as long to be read as a request to arrive."""
+    assert http_rules.Limits() == http_rules.Limits(10.0, 30.0, 256, 10.0)
     assert http_rules.parse_limits(None) == http_rules.Limits()
     assert http_rules.parse_limits(" ") == http_rules.Limits()
 
@@ -467,13 +468,14 @@ def test_parse_limits_takes_any_subset_and_rejects_the_rest() -> None:
     limits = http_rules.parse_limits("read=0.5, connections=8")
     assert limits == http_rules.Limits(0.5, 30.0, 8)
     assert http_rules.parse_limits("idle=2").idle_timeout == 2.0
+    assert http_rules.parse_limits("write=1.5").write_timeout == 1.5
     for bad in (
         "read=0",
         "read=-1",
         "idle=inf",
         "idle=nan",
         "connections=1.5",
-        "write=1",
+        "write=0",
         "read",
         "read=1,read=2",
         "connections=x",
@@ -506,6 +508,7 @@ def test_victim_is_the_connection_without_progress_for_longest() -> None:
     assert choose([("busy", 1.0), ("reading", 5.0), ("idle", 3.0)]) == 2
     assert choose([("reading", 2.0), ("idle", 3.0)]) == 0
     assert choose([("busy", 1.0), ("busy", 2.0)]) is None
+    assert choose([("busy", 1.0), ("writing", 4.0), ("reading", 5.0)]) == 1
     assert choose([]) is None
 
 

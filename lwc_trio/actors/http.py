@@ -321,6 +321,15 @@ class _Connection:
     reader: trio.CancelScope | None = None
     """The scope of the connection's current read; its deadline is the read or idle
     timeout, and cancelling it while idle closes the connection."""
+    writing_since: float | None = None
+    """When the answer being written began waiting for the client to read; None when no
+    write waits. Such a connection is closed at the write timeout, or by the cap for room."""
+
+    def stalled(self) -> tuple[http_rules.Phase, float]:
+        """(phase, since) as the cap's victim choice sees them."""
+        if self.writing_since is not None:
+            return "writing", self.writing_since
+        return self.phase, self.since
 
     def first_byte(self) -> None:
         if self.phase == "idle":
@@ -376,25 +385,27 @@ class _Connections:
         (503 and closed) because every open connection is busy answering."""
         if len(self.open) >= self.limit:
             members = list(self.open)
-            index = http_rules.choose_victim((c.phase, c.since) for c in members)
+            index = http_rules.choose_victim(c.stalled() for c in members)
             if index is None:
                 await self._refuse(connection)
                 return False
             victim = members[index]
             del self.open[victim]
+            phase, since = victim.stalled()
             log.info(
                 "connection cap %d reached: closing one %s since %.1f s",
                 self.limit,
-                victim.phase,
-                trio.current_time() - victim.since,
+                phase,
+                trio.current_time() - since,
             )
-            if victim.phase == "reading" and victim.body_wait is not None:
+            if phase == "reading" and victim.body_wait is not None:
                 # The app waits for this body: it answers 408 and hypercorn closes.
                 victim.body_wait.cancel()
-            elif victim.phase == "reading" and not victim.headers_done:
+            elif phase == "reading" and not victim.headers_done:
                 await victim.refuse(http_rules.timed_out(self.limits))
             else:
-                # Idle (or between its headers and the app's wait): just close the socket.
+                # Idle, not reading its answer (the write waiting on it fails), or between
+                # its headers and the app's wait: just close the socket.
                 victim.closed = True
                 with trio.CancelScope(shield=True):
                     await victim.stream.aclose()
@@ -741,8 +752,9 @@ class _Http1:
             if sent < 0:
                 return False
             if sent < len(data):
-                with trio.CancelScope(shield=True):
-                    await self.stream.send_all(memoryview(data)[sent:])
+                return await _send_rest(
+                    self.stream, self.connection, memoryview(data)[sent:], self.app.limits
+                )
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
         finally:
@@ -756,6 +768,30 @@ class _Http1:
             return
         status = error.error_status_hint
         await self._send(Response(status), close=True)
+
+
+async def _send_rest(
+    stream: trio.SocketStream, connection: _Connection, data: memoryview | bytes, limits: Limits
+) -> bool:
+    """Write what the socket did not take at once, within the write timeout; False (and the
+    connection closed) when the client did not read it in time.
+
+    Not shielded: the shutdown's grace and a second signal end it like any other wait (the
+    connection then closes, its answer cut short). Meanwhile the cap may close the
+    connection for room (`_Connection.stalled`); the write then fails as closed.
+    """
+    connection.writing_since = trio.current_time()
+    try:
+        with trio.move_on_after(limits.write_timeout):
+            await stream.send_all(data)
+            return True
+    finally:
+        connection.writing_since = None
+    log.info("closing a connection whose client did not read its answer in time")
+    connection.closed = True
+    with trio.CancelScope(shield=True):
+        await stream.aclose()
+    return False
 
 
 def _send_now(sock: trio.socket.SocketType, data: bytes) -> int:
@@ -962,12 +998,18 @@ def _lwc_tcp_server() -> Any:
             except trio.WouldBlock:
                 await lock.acquire()
             try:
-                with trio.CancelScope(shield=True):
-                    await self.stream.send_all(data)
+                sent = await _send_rest(
+                    self.stream,  # type: ignore[arg-type]  # plain TCP: lwc serves no TLS
+                    self.lwc_connection,
+                    data,
+                    self.lwc_limits,
+                )
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.protocol.handle(Closed())
+                sent = False
             finally:
                 lock.release()
+            if not sent:
+                await self.protocol.handle(Closed())
 
         async def _close(self) -> None:
             # hypercorn closes without its send lock. When h11 fails on input that came

@@ -39,6 +39,11 @@ BODY_LIMIT: Final = FRAME_LIMIT
 REQUEST_READ_TIMEOUT: Final = 10.0
 """Seconds from a request's first byte until its headers and body must have arrived."""
 
+WRITE_TIMEOUT: Final = REQUEST_READ_TIMEOUT
+"""Seconds an answer may take to go out once the socket stops taking it at once: a client
+that does not read its answers for that long is closed, like one that does not send its
+request in time."""
+
 KEEP_ALIVE_TIMEOUT: Final = 30.0
 """Seconds an idle keep-alive connection (or one that never sent a byte) stays open."""
 
@@ -161,16 +166,18 @@ def url_host(address: str) -> str:
 
 @attrs.frozen
 class Limits:
-    """How long a request may take to arrive, an idle connection may stay, and how many
-    connections may be open at once (SPEC §1.2 defaults)."""
+    """How long a request may take to arrive, an idle connection may stay, how many
+    connections may be open at once (SPEC §1.2 defaults), and how long an answer may take
+    to be written."""
 
     read_timeout: float = REQUEST_READ_TIMEOUT
     idle_timeout: float = KEEP_ALIVE_TIMEOUT
     max_connections: int = CONNECTION_LIMIT
+    write_timeout: float = WRITE_TIMEOUT
 
 
 def parse_limits(text: str | None) -> Limits:
-    """`LIMITS_ENV`'s value (`read=S,idle=S,connections=N`, any subset) → `Limits`.
+    """`LIMITS_ENV`'s value (`read=S,idle=S,connections=N,write=S`, any subset) → `Limits`.
 
     Raises:
         ValueError: an unknown key, a repeated key, or a value that is not positive.
@@ -178,13 +185,18 @@ def parse_limits(text: str | None) -> Limits:
     if text is None or not text.strip():
         return Limits()
     fields: dict[str, float | int] = {}
-    names = {"read": "read_timeout", "idle": "idle_timeout", "connections": "max_connections"}
+    names = {
+        "read": "read_timeout",
+        "idle": "idle_timeout",
+        "connections": "max_connections",
+        "write": "write_timeout",
+    }
     for item in text.split(","):
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or key not in names or names[key] in fields:
             raise ValueError(
-                f"{LIMITS_ENV}: {item.strip()!r} is not one of read=, idle=, connections="
+                f"{LIMITS_ENV}: {item.strip()!r} is not one of read=, idle=, connections=, write="
             )
         try:
             number: float | int = int(value) if key == "connections" else float(value)
@@ -212,15 +224,17 @@ def connection_cap(configured: int, fd_limit: int | None, fds_in_use: int) -> in
 
 Phase = str
 """A connection's state for the cap: `idle` (nothing of a request yet), `reading` (a request
-has begun arriving), `busy` (a complete request is being answered)."""
+has begun arriving), `busy` (a complete request is being answered), `writing` (an answer
+waits for the client to read it)."""
 
 
 def choose_victim(connections: Iterable[tuple[Phase, float]]) -> int | None:
     """Which open connection to close so a new one fits under the cap, by position.
 
-    The one that has made no progress for longest: idle or still sending its request, the
-    earliest `since`. Connections whose request is complete are never closed for room;
-    None when every connection is busy (the new one is refused instead).
+    The one that has made no progress for longest: idle, still sending its request, or not
+    reading its answer (`since` is then when the write began waiting), the earliest
+    `since`. Connections computing an answer are never closed for room; None when every
+    connection is busy (the new one is refused instead).
     """
     best: tuple[float, int] | None = None
     for index, (phase, since) in enumerate(connections):
