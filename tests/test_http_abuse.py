@@ -496,3 +496,32 @@ def test_a_client_that_never_reads_is_closed_at_the_write_deadline(server: Any) 
         sock.setblocking(True)
         _, closed = _read_until_closed(sock)
     assert closed
+
+
+def test_closing_a_connection_paused_behind_a_call_cancels_the_call(server: Any) -> None:
+    """More than the pipeline allowance (80 KiB) waits behind a running call, so the
+    server stops reading the connection: closing it still cancels the call and frees its
+    slot (before: the slot was held until the call's own deadline)."""
+    srv = server("", "--memory-timeout", "60", env={"LWC_FAULTS": "memory=hang"})
+    probe = call("", srv.workspace)
+    socks = []
+    for i in range(32):
+        body = call("q", srv.workspace, rid=i)
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
+        # Past what one read takes with the call, and past the allowance after it.
+        behind = (_post_head(srv.port, 65_536) + b"x" * 65_536) * 3
+        sock.sendall(_post_head(srv.port, len(body)) + body + behind)
+        socks.append(sock)
+    try:
+        deadline = time.monotonic() + WAIT
+        while request(srv.port, body=probe)[0] != 503:
+            assert time.monotonic() < deadline  # waiting for all 32 to hold their slots
+            time.sleep(0.05)
+    finally:
+        for sock in socks:
+            sock.close()
+    deadline = time.monotonic() + WAIT
+    while (status := request(srv.port, body=probe)[0]) == 503:
+        assert time.monotonic() < deadline, "hung-up calls kept their slots"
+        time.sleep(0.05)
+    assert status == 200

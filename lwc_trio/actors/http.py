@@ -29,6 +29,7 @@ import errno
 import logging
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -467,6 +468,9 @@ HEAD_LIMIT: Final = 16 * 1024
 PIPELINE_LIMIT: Final = BODY_LIMIT + HEAD_LIMIT
 """Bytes of further requests read (and held) while a tool call runs; beyond that the
 connection is not read until its answer is out."""
+PAUSED_POLL: Final = 0.25
+"""Seconds between looks at a paused connection (see `PIPELINE_LIMIT`) for its client
+having closed it: the input is not read then, so its end is not seen otherwise."""
 HTTP2_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 """How an HTTP/2 (prior knowledge) connection starts: such connections go to hypercorn."""
 
@@ -545,9 +549,7 @@ class _Http1:
         connection = self.connection
         if self.calling is not None and self.pending >= PIPELINE_LIMIT:
             # A call is running and enough of the next request waits: read on once answered.
-            assert self.call_done is not None
-            await self.call_done.wait()
-            return not self.finished
+            return await self._paused() and not self.finished
         reader = connection.reader = trio.CancelScope(deadline=self.read_deadline())
         if connection.phase == "reading" and connection.headers_done:
             # The connection cap may end this wait early to make room (`_Connections`).
@@ -585,6 +587,21 @@ class _Http1:
         if self.calling is not None:
             self.pending += len(data)
         self.parser.receive_data(data)
+        return True
+
+    async def _paused(self) -> bool:
+        """Wait for the running call's answer without reading more; False when the client
+        closed the connection meanwhile (its call is then cancelled)."""
+        done = self.call_done
+        assert done is not None
+        while not done.is_set():
+            with trio.move_on_after(PAUSED_POLL):
+                await done.wait()
+            if not done.is_set() and _peer_closed(self.stream.socket):
+                # Closing the request is how an HTTP client cancels it.
+                if self.calling is not None:
+                    self.calling.cancel()
+                return False
         return True
 
     def read_deadline(self) -> float:
@@ -792,6 +809,22 @@ async def _send_rest(
     with trio.CancelScope(shield=True):
         await stream.aclose()
     return False
+
+
+_CLOSED_EVENTS: Final = getattr(select, "POLLRDHUP", 0) | getattr(select, "POLLHUP", 0)
+
+
+def _peer_closed(sock: trio.socket.SocketType) -> bool:
+    """Whether the client has closed its side, even with unread input ahead of its end
+    (`POLLRDHUP`, Linux); without that flag only a connection closed both ways is seen."""
+    fd = sock.fileno()
+    if fd < 0:
+        return True
+    if not _CLOSED_EVENTS or not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(fd, _CLOSED_EVENTS)
+    return bool(poller.poll(0))
 
 
 def _send_now(sock: trio.socket.SocketType, data: bytes) -> int:
