@@ -525,3 +525,33 @@ def test_closing_a_connection_paused_behind_a_call_cancels_the_call(server: Any)
         assert time.monotonic() < deadline, "hung-up calls kept their slots"
         time.sleep(0.05)
     assert status == 200
+
+
+# -- what h11 refuses, and early refusals that close ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "body", "status", "kind"),
+    [
+        ("Transfer-Encoding: chunked\r\n", b"zz\r\n", 400, "malformed_request"),
+        ("Content-Length: 4\r\nContent-Length: 5\r\n", b"abcde", 400, "malformed_request"),
+        ("Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n", 501, "unsupported_framing"),
+        (f"X-Big: {'a' * 80_000}\r\nContent-Length: 0\r\n", b"", 431, "headers_too_large"),
+    ],
+    ids=["bad-chunk", "two-lengths", "bad-te", "big-head"],
+)
+def test_what_h11_refuses_is_answered_with_a_json_rpc_error_and_closed(
+    server: Any, extra: str, body: bytes, status: int, kind: str
+) -> None:
+    srv = server()
+    head = (
+        f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+        f"Content-Type: application/json\r\n{extra}\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(head + body)
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == status, response
+    assert _kind(response) == kind
+    assert b"connection: close" in response.lower()
+    assert closed

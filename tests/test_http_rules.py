@@ -533,3 +533,13 @@ def test_timeout_and_refusal_answers_close_and_serialise_as_http1() -> None:
         assert b"content-length: %d" % len(body) in lines
         assert body == response.body
     assert b"retry-after: 1" in refused.http1_bytes()
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(400, "malformed_request"), (431, "headers_too_large"), (501, "unsupported_framing")],
+)
+def test_what_the_parser_refuses_is_a_json_rpc_error_that_closes(status: int, kind: str) -> None:
+    refused = http_rules.malformed(status)
+    assert status_kind(refused) == (status, kind)
+    assert refused.close

@@ -667,7 +667,9 @@ class _Http1:
         while True:
             try:
                 event = parser.next_event()
-            except h11.RemoteProtocolError:
+            except h11.RemoteProtocolError as error:
+                if body is not None:  # nothing was answered yet: say why it closes
+                    await self._protocol_error(error)
                 return False
             if event is h11.NEED_DATA:
                 if body is not None and parser.they_are_waiting_for_100_continue and not continued:
@@ -783,8 +785,7 @@ class _Http1:
         when nothing is being answered, then the connection closes (as in hypercorn)."""
         if self.calling is not None:
             return
-        status = error.error_status_hint
-        await self._send(Response(status), close=True)
+        await self._send(http_rules.malformed(error.error_status_hint), close=True)
 
 
 async def _send_rest(

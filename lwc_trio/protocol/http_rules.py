@@ -391,6 +391,21 @@ def timed_out(limits: Limits) -> Response:
     )
 
 
+_MALFORMED: Final = {
+    431: ("headers_too_large", "Request Header Fields Too Large: the request head is too long"),
+    501: ("unsupported_framing", "Not Implemented: the only Transfer-Encoding is chunked"),
+}
+
+
+def malformed(status: int) -> Response:
+    """What the HTTP/1.1 parser refuses (`status` is its hint: 400 a malformed request line,
+    header or chunk, 431 an oversized head, 501 an unknown transfer coding); the
+    connection closes after it, since where the request ends is unknown. The message is
+    lwc's own: nothing the client sent is echoed."""
+    kind, message = _MALFORMED.get(status, ("malformed_request", "Bad Request: malformed HTTP"))
+    return attrs.evolve(rejection(status, kind, message), close=True)
+
+
 def too_many_connections(limit: int) -> Response:
     """503 for a connection beyond the cap while every open one is busy answering."""
     return attrs.evolve(
