@@ -555,3 +555,19 @@ def test_what_h11_refuses_is_answered_with_a_json_rpc_error_and_closed(
     assert _kind(response) == kind
     assert b"connection: close" in response.lower()
     assert closed
+
+
+@pytest.mark.parametrize("how", ["connection-close", "http-1.0"])
+def test_an_early_refusal_that_closes_says_so(server: Any, how: str) -> None:
+    srv = server()
+    head = _refused_head(srv.port, len(PING))
+    if how == "http-1.0":
+        head = head.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+    else:
+        head = head.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(head + PING)
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == 404, response
+    assert b"connection: close" in response.lower()
+    assert closed

@@ -632,12 +632,15 @@ class _Http1:
             # Answered at once, even before the body has come; then the body is read and
             # dropped (within the read deadline) so the connection can serve the next one.
             # A client waiting for "100 Continue" will not send it: close instead.
-            close = refused.close or self.parser.they_are_waiting_for_100_continue
-            return (
-                await self._send(refused, close=close)
-                and await self._body(None)
-                and self._recycle()
-            )
+            if refused.close or self.parser.they_are_waiting_for_100_continue:
+                await self._send(refused, close=True)
+                return False
+            # A client that will close after this request (`Connection: close`, HTTP/1.0)
+            # is told so; its body is still read, so closing does not reset the connection
+            # under the answer.
+            leaving = _asks_to_close(request)
+            sent = await self._send(refused, close=leaving)
+            return (sent or leaving) and await self._body(None) and self._recycle()
         body = bytearray()
         if not await self._body(body):
             return False
@@ -845,6 +848,17 @@ def _send_now(sock: trio.socket.SocketType, data: bytes) -> int:
         return 0
     except OSError:  # EPIPE, ECONNRESET …: the client is gone
         return -1
+
+
+def _asks_to_close(request: h11.Request) -> bool:
+    """Whether the connection ends after `request` by the client's own word: HTTP/1.0, or
+    a `close` in its `Connection` header (h11 knows it too, once the body is read)."""
+    if request.http_version != b"1.1":
+        return True
+    for name, value in request.headers:
+        if name == b"connection" and b"close" in (t.strip() for t in value.lower().split(b",")):
+            return True
+    return False
 
 
 def _parser() -> h11.Connection:
