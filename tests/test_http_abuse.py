@@ -53,11 +53,24 @@ def _read_until_closed(sock: socket.socket, timeout: float = WAIT) -> tuple[byte
 
 
 def _read_response(sock: socket.socket) -> bytes:
-    """One complete response from a keep-alive connection."""
+    """One complete response from a keep-alive connection, and not a byte of the next one:
+    pipelined answers can arrive in one segment, so the head is read a byte at a time and
+    the body by its Content-Length (what it is short of when the server closes first)."""
     sock.settimeout(WAIT)
     data = b""
+    while not data.endswith(b"\r\n\r\n"):
+        byte = sock.recv(1)
+        if not byte:
+            return data
+        data += byte
     while not _complete(data):
-        chunk = sock.recv(65_536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.lower().split(b"\r\n")
+            if line.startswith(b"content-length:")
+        )
+        chunk = sock.recv(length - len(body))
         if not chunk:
             break
         data += chunk
