@@ -61,6 +61,10 @@ class Box:
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
             "MCP_TIMEOUT": "60000",  # Claude Code's server start-up limit (ms), for loaded CI
+            # Claude Code 2.1.197 connects MCP servers in the background by default, so on a
+            # loaded machine its first turn could go out before lwc was up (seen once in CI:
+            # no lwc tool in the first request); "false" makes it wait, as a script would.
+            "MCP_CONNECTION_NONBLOCKING": "false",
         }
         if "TMPDIR" in os.environ:
             self.env["TMPDIR"] = os.environ["TMPDIR"]
