@@ -17,6 +17,7 @@ from lwc_trio.memory.results import (
     query_pattern,
 )
 from lwc_trio.memory.tokenize import plain_words, stem_words
+from lwc_trio.memory.tokenize import token_spans as _token_spans
 
 
 def test_snippet_keeps_about_60_characters_before_the_match() -> None:
@@ -115,6 +116,26 @@ def test_write_time_offsets_equal_the_analyzer_spans(text: str) -> None:
     for word, stem in zip(counts, stem_words(list(counts)), strict=True):
         first[stem] = min(first.get(stem, first_word[word]), first_word[word])
     assert first == _first_offsets_spans(text)
+
+
+# Every ASCII character, control characters and `_` included: `ascii_words` turns each one
+# that is not a letter or digit into a space, and must still find the analyzer's words.
+ANY_ASCII = st.text(alphabet=st.characters(max_codepoint=127), max_size=80)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ANY_ASCII, ASCII_TEXT))
+def test_ascii_words_splits_like_the_analyzer_on_any_ascii(text: str) -> None:
+    """Words, counts, total and each word's first position equal the analyzer's spans."""
+    counts, total, first_word = ascii_words(text)
+    spans = [(word, start) for _term, word, start in _token_spans(text)]
+    words = [word for word, _start in spans]
+    assert list(counts.items()) == list(Counter(words).items())
+    assert total == len(words)
+    first: dict[str, int] = {}
+    for word, start in spans:
+        first.setdefault(word, start)
+    assert {word: first_word[word] for word in counts} == first
 
 
 # A deliberate reference implementation: `make_snippet` before its half-window shortcut, kept
