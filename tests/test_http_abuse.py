@@ -356,6 +356,24 @@ def test_bad_limits_variable_exits_2(tmp_path: Path, lwc_env: dict[str, str]) ->
     assert json.loads(done.stderr)["error"]["code"] == "invalid_http_limits"
 
 
+def _closing_frees_the_slots(srv: Any, probe: bytes, socks: list[socket.socket]) -> None:
+    """Once `socks` hold every in-flight slot (the probe gets 503), closing them must free
+    the slots long before the calls' deadline (the probe gets 200 again)."""
+    try:
+        deadline = time.monotonic() + WAIT
+        while request(srv.port, body=probe)[0] != 503:
+            assert time.monotonic() < deadline  # waiting for all of them to hold their slots
+            time.sleep(0.05)
+    finally:
+        for sock in socks:
+            sock.close()
+    deadline = time.monotonic() + WAIT
+    while (status := request(srv.port, body=probe)[0]) == 503:
+        assert time.monotonic() < deadline, "hung-up calls kept their slots"
+        time.sleep(0.05)
+    assert status == 200
+
+
 # -- lwc's own HTTP/1.1 loop: pipelining, and HTTP/2 still through hypercorn -----------------
 
 
@@ -388,19 +406,7 @@ def test_closing_a_pipelined_connection_cancels_the_running_call(server: Any) ->
         sock = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
         sock.sendall((_post_head(srv.port, len(body)) + body) + _post_head(srv.port, 4) + PING[:4])
         socks.append(sock)
-    try:
-        deadline = time.monotonic() + WAIT
-        while request(srv.port, body=probe)[0] != 503:
-            assert time.monotonic() < deadline  # waiting for all 32 to hold their slots
-            time.sleep(0.05)
-    finally:
-        for sock in socks:
-            sock.close()
-    deadline = time.monotonic() + WAIT
-    while (status := request(srv.port, body=probe)[0]) == 503:
-        assert time.monotonic() < deadline, "hung-up calls kept their slots"
-        time.sleep(0.05)
-    assert status == 200
+    _closing_frees_the_slots(srv, probe, socks)
 
 
 def test_http2_prior_knowledge_is_served_by_hypercorn(server: Any) -> None:
@@ -525,19 +531,7 @@ def test_closing_a_connection_paused_behind_a_call_cancels_the_call(server: Any)
         behind = (_post_head(srv.port, 65_536) + b"x" * 65_536) * 3
         sock.sendall(_post_head(srv.port, len(body)) + body + behind)
         socks.append(sock)
-    try:
-        deadline = time.monotonic() + WAIT
-        while request(srv.port, body=probe)[0] != 503:
-            assert time.monotonic() < deadline  # waiting for all 32 to hold their slots
-            time.sleep(0.05)
-    finally:
-        for sock in socks:
-            sock.close()
-    deadline = time.monotonic() + WAIT
-    while (status := request(srv.port, body=probe)[0]) == 503:
-        assert time.monotonic() < deadline, "hung-up calls kept their slots"
-        time.sleep(0.05)
-    assert status == 200
+    _closing_frees_the_slots(srv, probe, socks)
 
 
 # -- what h11 refuses, and early refusals that close ----------------------------------------

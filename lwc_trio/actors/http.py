@@ -765,10 +765,7 @@ class _Http1:
 
     async def _write(self, data: bytes) -> bool:
         lock = self.send_lock
-        try:
-            lock.acquire_nowait()
-        except trio.WouldBlock:
-            await lock.acquire()
+        await _acquire(lock)
         try:
             sent = _send_now(self.stream.socket, data)
             if sent < 0:
@@ -863,6 +860,15 @@ def _asks_to_close(request: h11.Request) -> bool:
 
 def _parser() -> h11.Connection:
     return h11.Connection(h11.SERVER, max_incomplete_event_size=HEAD_LIMIT)
+
+
+async def _acquire(lock: trio.Lock) -> None:
+    """Take `lock`; without a trip through the scheduler when it is free (the common case:
+    one answer at a time per connection)."""
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
 
 
 async def _run_request(
@@ -1041,10 +1047,7 @@ def _lwc_tcp_server() -> Any:
             if not data:
                 return  # the end of a Content-Length body adds no bytes
             lock = self.send_lock
-            try:
-                lock.acquire_nowait()
-            except trio.WouldBlock:
-                await lock.acquire()
+            await _acquire(lock)
             try:
                 sent = await _send_rest(
                     self.stream,  # type: ignore[arg-type]  # plain TCP: lwc serves no TLS
