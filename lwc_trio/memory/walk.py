@@ -93,18 +93,26 @@ def _display(root: Path, relative: str) -> str:
 
 
 def _git_files(root: Path) -> list[str] | None:
-    """What git lists below `root` (relative to it), or None outside a work tree / without git."""
+    """What git lists below `root` (relative to it), or None outside a work tree / without git.
+
+    Raises `WikiError` when git does not answer in time."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard",
-             "-z"],
+            # core.fsmonitor would run a command named by the folder's own .git/config.
+            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "--cached",
+             "--others", "--exclude-standard", "-z"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
             check=False,
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:  # no git: there is no work tree to honour
         return None
+    except subprocess.TimeoutExpired:
+        # Falling back would silently read what .gitignore excludes.
+        raise WikiError(
+            "invalid_input", f"`git ls-files` in {root} did not finish in {_GIT_TIMEOUT_S:g} s"
+        ) from None
     if done.returncode != 0:
         return None
     return [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
