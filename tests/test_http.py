@@ -229,6 +229,19 @@ def test_status_codes(
         assert response_headers["allow"] == "POST"
 
 
+def test_a_duplicate_key_is_answered_with_the_request_id(shared: Server) -> None:
+    """A key repeated inside `arguments`: 400, -32600, and the request's own id (SPEC §1.3:
+    id null unless usable), not `null`."""
+    body = (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lwc_explore",'
+        b'"arguments":{"query":"a","query":"b"}}}'
+    )
+    status, _, data = request(shared.port, body=body)
+    answer = json.loads(data)
+    assert (status, answer["id"], answer["error"]["code"]) == (400, 5, -32600), data
+    assert answer["error"]["data"]["kind"] == "invalid_request"
+
+
 def test_ping_initialize_and_tools_list(shared: Server) -> None:
     """Protocol methods answer 200 with the negotiated version and the single tool."""
     body = json.dumps(
