@@ -362,8 +362,9 @@ def test_chunked_oversize_body_is_cut_off_at_the_cap(shared: Server) -> None:
 def test_clients_hanging_up_mid_body_never_take_the_server_down(shared: Server) -> None:
     """Hundreds of clients dropping the line while their 413 is written leave the server up.
 
-    Stock hypercorn 0.18 exits on about one in four of these (its reader and
-    writer collide on the socket); the transport contains that per connection.
+    Stock hypercorn 0.18 exited on about one in four of these (its reader and writer
+    collided on the socket); the transport has one writer per connection and contains any
+    failure to that connection.
     """
     head = (
         f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{shared.port}\r\n"
