@@ -120,7 +120,7 @@ CODE_UNAVAILABLE: dict[str, Any] = {
     "nextAction": {"command": "lwc cg install", "cwd": "/ws"},
 }
 
-KEY_ORDER = ["query", "projectPath", "mode", "scope", "memory", "codeGraph", "timings"]
+KEY_ORDER = ["memory", "codeGraph", "query", "projectPath", "mode", "scope", "timings"]
 
 
 def _args(mode: str = "memory", query: str = "q") -> ExploreArgs:
@@ -141,7 +141,7 @@ def test_key_order(mode: str) -> None:
     out, _ = build_result(_args(mode), "/canonical/ws", memory, code, 3, None)
     expected = list(KEY_ORDER)
     if mode == "all":
-        expected.insert(6, "partial")
+        expected.insert(2, "partial")
     assert list(out) == expected
     assert out["projectPath"] == "/canonical/ws"
     assert out["timings"] == {"memoryMs": 3}
@@ -210,7 +210,7 @@ def test_tool_result_text_is_compact_json_of_structured_content(query: str, is_e
     assert text == json.dumps(out, ensure_ascii=False, separators=(",", ":"))
     assert json.loads(text) == out
     assert list(json.loads(text)) == list(out)
-    assert text.startswith('{"query":')
+    assert text.startswith('{"memory":')
     assert "\n" not in text.replace("\\n", "")
     if query.startswith("café"):
         assert query in text
