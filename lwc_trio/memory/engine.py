@@ -30,9 +30,11 @@ from lwc_trio.memory.results import (
     ResultRow,
     dumps_compact,
     fit_pages,
+    page_reference,
+    read_from,
     read_hits,
 )
-from lwc_trio.memory.search import load_degrees, search_store
+from lwc_trio.memory.search import Hit, load_degrees, search_store
 from lwc_trio.memory.store import (
     Interrupted,
     StoreInfo,
@@ -220,7 +222,7 @@ def _answer(
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
-    if not parsed[0]:
+    if not parsed[0] and page_reference(query) is None:
         return StoreAnswer(ref, info, None)
     answers = ANSWERS.get_or_build((str(ref.path), info.store_id, info.store_revision), _Answers)
     what = (ref.scope, query, limit)
@@ -249,6 +251,12 @@ def _search(
     conn = reader.conn
     key = (str(ref.path), info.store_id, info.store_revision)
     terms, phrase = parsed
+    reference = page_reference(query)
+    if reference is not None:  # a follow-up read of one Page: no search
+        slug, heading, offset = reference
+        rows, bodies = read_hits(conn, ref.scope, [Hit("page", slug, 0.0, "lexical")], query)
+        bodies = {s: read_from(conn, bound_body(b), heading, offset) for s, b in bodies.items()}
+        return tuple(map(bound_row, rows)), bodies, None
     hits = search_store(
         conn,
         terms,

@@ -34,7 +34,9 @@ __all__ = [
     "WholeQuery",
     "fit_pages",
     "make_snippet",
+    "page_reference",
     "query_pattern",
+    "read_from",
     "read_hits",
 ]
 
@@ -116,6 +118,9 @@ class PageBody:
     updated_at: str
     cut: bool = False
     """A field other than the body was cut to its SPEC §2 limit (see `bounds.py`)."""
+    offset: int = -1
+    """For a follow-up read (`[[slug@N]]`, `[[slug#Heading]]`): where `head` starts in the
+    body; -1 for a search answer (`head` is the body's start, focused on the query)."""
 
     def to_json(self, body: str, truncated: bool, heads: list[str] | None = None) -> dict[str, Any]:
         """The SPEC §4 page object with `body` (the Page's, whole or focused); `truncated`
@@ -470,11 +475,19 @@ def fit_pages(
     left = room
     out: list[dict[str, Any]] = []
     for page, fraction in zip(ordered, shares(len(ordered), room), strict=False):
-        base = cost(dumps_compact(page.to_json("", False))) + 1  # the comma between entries
+        # Its other fields, the comma between entries and a `more` call.
+        base = cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
         share = int(left * fraction) - base
         cap = min(PAGE_BODY_CAP, chars)
         if share < MIN_SHARE or cap <= 0:
             break
+        if page.offset >= 0:
+            entry = _continued(page, share - len(',"more":""') - len(page.slug) - 16, cap)
+            if entry is not None:
+                out.append(entry)
+                chars -= len(entry["body"])
+                left -= base + cost(dumps_compact(entry))
+            continue
         whole = len(page.head) == page.length
         heads: list[str] = []
         if not whole or len(page.head) > cap or cost(page.head) > share:
@@ -486,12 +499,72 @@ def fit_pages(
         if not focused.truncated and whole:
             heads = []
         item = page.to_json(focused.body, focused.truncated, heads)
+        if item["truncated"]:
+            item["more"] = f"[[{page.slug}]]"
         out.append(item)
         chars -= len(focused.body)
-        left -= base + focused.units + (cost(dumps_compact(heads)) + 11 if heads else 0)
+        left -= cost(dumps_compact(item)) + 1
     return out
 
 
 def dumps_compact(obj: Any) -> str:
     """Compact JSON as the text block writes it (for sizes)."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+_REFERENCE = re.compile(r"\[\[([^\[\]|#@\s]+)(?:#([^\[\]]+)|@(\d{1,12}))?\]\]")
+
+
+def page_reference(query: str) -> tuple[str, str | None, int] | None:
+    """`(slug, heading, offset)` when `query` is a follow-up read of one Page:
+    `[[slug]]` (from its start), `[[slug#Heading]]` (from that heading) or `[[slug@N]]`
+    (from character N, as a cut Page's `more` says); None for a search."""
+    found = _REFERENCE.fullmatch(query.strip())
+    if found is None:
+        return None
+    slug, heading, offset = found.groups()
+    return slug, heading, int(offset) if offset else 0
+
+
+def read_from(
+    conn: sqlite3.Connection, body: PageBody, heading: str | None, offset: int
+) -> PageBody:
+    """`body` with `head` = its text from `offset` (or from the line of `heading`, looked
+    for in the first `FOCUS_SCAN` characters; not found: from the start), up to
+    `PAGE_BODY_CAP` characters, read in SQL (a Page of any length is in reach)."""
+    if heading is not None:
+        offset = 0
+        for match in re.finditer(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", body.head, re.MULTILINE):
+            if match.group(1).strip().lower() == heading.strip().lower():
+                offset = match.start()
+                break
+    offset = min(offset, body.length)
+    (text,) = conn.execute(
+        "SELECT substr(body, ?, ?) FROM pages WHERE slug = ?",
+        (offset + 1, PAGE_BODY_CAP, body.slug),
+    ).fetchone()
+    return attrs.evolve(body, head=str(text), offset=offset)
+
+
+def _continued(page: PageBody, room: int, cap: int) -> dict[str, Any] | None:
+    """A follow-up read's entry: the text from `page.offset` that fits, cut at the last
+    paragraph (else line) end, with `more` naming the call that reads on."""
+    text = page.head[:cap]
+    if cost(text) > room:
+        text = text[: max(room // 4, 0)]
+        while text and cost(text) > room:
+            text = text[: len(text) * 9 // 10]
+    end = page.offset + len(text)
+    if end < page.length and text:
+        cut, skip = text.rfind("\n\n"), 2
+        if cut <= 0:
+            cut, skip = text.rfind("\n"), 1
+        if cut > 0:
+            text = text[:cut]
+            end = page.offset + cut + skip  # the next read starts after the line break
+    if not text and page.length > page.offset:
+        return None
+    item = page.to_json(text, page.offset > 0 or end < page.length)
+    if end < page.length:
+        item["more"] = f"[[{page.slug}@{end}]]"
+    return item

@@ -150,7 +150,8 @@ def _units(structured: dict[str, Any]) -> int:
 
 def _drop_memory_step(memory: dict[str, Any]) -> bool:
     """One step of making a ready memory object smaller: the last Page, then the graph
-    neighbourhood, then the last result (at least one result stays)."""
+    neighbourhood. Results are never dropped for the budget (SPEC §4 "Recall": a query
+    returns min(maxDocuments, matches) results); only the 512 KiB line rule cuts them."""
     if memory["pages"]:
         memory["pages"].pop()
         return True
@@ -159,15 +160,13 @@ def _drop_memory_step(memory: dict[str, Any]) -> bool:
             del item["neighborhood"]
             item.pop("seed", None)
             return True
-    if len(memory["results"]) > 1:
-        memory["results"].pop()
-        return True
     return False
 
 
 def fit_budget(structured: dict[str, Any], room: int) -> None:
     """Make the result cost at most `room` units as the text block (see the module
-    docstring); deterministic. What cannot shrink further (an echo, one result) stays."""
+    docstring); deterministic. What the budget does not cut (the echoes, the results with
+    their bounded fields) stays, so 20 results with the longest fields can exceed it."""
     if _units(structured) <= room:
         return
     memory = structured["memory"]

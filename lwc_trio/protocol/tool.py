@@ -23,9 +23,12 @@ MAX_TOKENS_MAX: Final = 20_000
 UNITS_PER_TOKEN: Final = 4
 """Cost units (UTF-8 bytes as compact JSON, plus one per CJK character) an estimated token
 stands for (`lwc_trio.memory.passages`)."""
-MAX_RESULT_CHARS: Final = MAX_TOKENS_MAX * UNITS_PER_TOKEN
-"""The longest text block the tool writes (characters ≤ bytes ≤ cost units): declared to
-Claude Code in `_meta`, since it is over its 50,000-character inline limit."""
+MAX_RESULT_CHARS: Final = 262_144
+"""The longest text block the tool can write, declared to Claude Code in `_meta` (over its
+50,000-character inline limit): the JSON-RPC line (≤ 512 KiB) carries the text twice (as the
+text block and as structuredContent), so the text is at most 256 KiB. A budget of
+`MAX_TOKENS_MAX` gives at most 80,000 bytes of bodies and metadata; only maxDocuments 20
+with every field at its SPEC limit goes further (results are never dropped for the budget)."""
 CLAUDE_INLINE_CHARS: Final = 50_000
 
 DESCRIPTION: Final = (
