@@ -258,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             session.close()
     budget = round(mean([r["chars"] for r in rows]))
     best = bm25_baseline(paragraphs)
-    b_rows = []
+    b_rows: list[dict[str, Any]] = []
     for q in sample:
         blob = best(q.text, budget)
         b_rows.append(
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "tokens": tokens(blob),
             }
         )
-    figures = {
+    figures: dict[str, Any] = {
         "questions": len(rows),
         "lwc": {
             "body": pct([r["body"] for r in rows]),
