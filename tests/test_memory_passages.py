@@ -130,3 +130,12 @@ def test_shares_favour_the_best_page() -> None:
         left -= spent[-1]
     assert spent == sorted(spent, reverse=True)
     assert abs(sum(spent) - 10_000) < 1e-6
+
+
+def test_a_passage_cut_short_is_never_joined_to_the_next_as_if_whole() -> None:
+    """Every piece between markers is the Page's own text (a cut passage ends the piece)."""
+    big = ("ラーメン の 作り方。" * 4000)[:40_000]
+    got = focus(big, terms("ラーメン"), 70_000, 15_000)
+    pieces = [piece.strip().removesuffix(" …") for piece in got.body.split(ELISION)]
+    assert all(piece in big for piece in pieces)
+    assert len(got.body) <= 15_000

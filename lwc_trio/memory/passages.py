@@ -311,7 +311,13 @@ def _render(body: str, passages: Sequence[Passage], chosen: dict[int, str]) -> s
     previous = -1
     for index in sorted(chosen):
         passage = passages[index]
-        if previous >= 0 and index == previous + 1 and passage.path == passages[previous].path:
+        whole = chosen.get(previous) == body[passages[previous].start : passages[previous].end]
+        if (
+            previous >= 0
+            and index == previous + 1
+            and passage.path == passages[previous].path
+            and whole  # after a passage cut short, the gap is marked
+        ):
             parts.append(body[passages[previous].end : passage.start])
         else:
             if index > 0 or previous >= 0:
