@@ -234,14 +234,8 @@ def shrink_step(structured: dict[str, Any]) -> bool:
     """
     memory = structured.get("memory")
     if isinstance(memory, dict) and memory.get("state") == "ready":
-        if memory["pages"]:
-            memory["pages"].pop()
+        if _drop_memory_step(memory):
             return True
-        for item in memory["graph"]:
-            if "neighborhood" in item:
-                del item["neighborhood"]
-                item.pop("seed", None)
-                return True
         if memory["results"]:
             memory["results"].pop()
             return True
