@@ -65,17 +65,17 @@ _CJK = re.compile(
 )
 # Characters compact JSON writes as two bytes or more beyond themselves (`"` → `\"`, a
 # control character → `\n` or `\u00XX`).
-_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def cost(text: str) -> int:
     """Cost units of `text` inside a compact JSON string (see the module docstring)."""
-    size = len(text.encode("utf-8"))
+    size = len(text.encode("utf-8")) + text.count('"') + text.count("\\")
     if not text.isascii():
         size += len(_CJK.findall(text))
-    for match in _ESCAPED.finditer(text):
-        char = match.group()
-        size += 1 if char in '"\\\n\r\t\b\f' else 5
+    if not text.isprintable():  # line breaks, tabs, other control characters
+        for match in _CONTROL.finditer(text):
+            size += 1 if match.group() in "\n\r\t\b\f" else 5
     return size
 
 
@@ -228,10 +228,19 @@ def outline(body: str, limit: int = OUTLINE_MAX) -> list[str]:
     return heads
 
 
-@functools.lru_cache(maxsize=32)
-def _analyzed(body: str) -> tuple[tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...]]:
+Analysis = tuple[tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...]]
+SMALL_BODY = 20_000
+"""Bodies up to this many characters have their analysis kept for the last 1,024 of them;
+longer ones (each analysis up to ~100,000 characters' terms) for the last 16."""
+
+
+def _analyzed(body: str) -> Analysis:
     """`body`'s passages, each one's term counts (its heading path counted with it) and
-    length in terms. Kept for the last few bodies: agents ask about the same Pages again."""
+    length in terms. Kept for recent bodies: agents ask about the same Pages again."""
+    return _small(body) if len(body) <= SMALL_BODY else _large(body)
+
+
+def _analysis(body: str) -> Analysis:
     passages = tuple(split_passages(body))
     counts: list[dict[str, int]] = []
     lengths: list[int] = []
@@ -243,6 +252,10 @@ def _analyzed(body: str) -> tuple[tuple[Passage, ...], tuple[dict[str, int], ...
             found[term] = found.get(term, 0) + 1
         counts.append(found)
     return passages, tuple(counts), tuple(lengths)
+
+
+_small = functools.lru_cache(maxsize=1024)(_analysis)
+_large = functools.lru_cache(maxsize=16)(_analysis)
 
 
 def _scores(

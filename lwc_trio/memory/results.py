@@ -10,7 +10,6 @@ query (`passages.py`), within LWC's caps (15,000 characters a body, 60,000 in al
 from __future__ import annotations
 
 import functools
-import json
 import re
 import sqlite3
 from collections.abc import Callable, Hashable, Sequence
@@ -24,6 +23,7 @@ from lwc_trio.memory.passages import cost, focus, outline, shares
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
 from lwc_trio.memory.tokenize import is_cjk
+from lwc_trio.protocol.jsonrpc import to_bytes
 
 __all__ = [
     "PAGES_TOTAL_CAP",
@@ -509,7 +509,7 @@ def fit_pages(
 
 def dumps_compact(obj: Any) -> str:
     """Compact JSON as the text block writes it (for sizes)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return to_bytes(obj).decode()
 
 
 _REFERENCE = re.compile(r"\[\[([^\[\]|#@\s]+)(?:#([^\[\]]+)|@(\d{1,12}))?\]\]")
