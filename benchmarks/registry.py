@@ -59,6 +59,11 @@ SCENARIOS: Final = (
     Scenario(
         "quality", "quality", "search quality on Cranfield vs bm25s (± stemming) and FTS5 porter"
     ),
+    Scenario(
+        "answers",
+        "answers",
+        "SQuAD answers per token through lwc serve --mcp vs first-characters and bm25s paragraphs",
+    ),
     Scenario("vocab", "vocab", "typo correction on 1,000,000 pages under the 5 s deadline"),
 )
 

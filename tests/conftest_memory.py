@@ -15,6 +15,7 @@ from typing import Any
 from lwc_trio.memory.engine import MemoryQuery, explore_memory
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 REPO = Path(__file__).resolve().parents[1]
 BOTH = frozenset({"project", "global"})
@@ -81,6 +82,7 @@ def ask(
     allowed: frozenset[str] = BOTH,
     max_documents: int = 8,
     cancelled: threading.Event | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> dict[str, Any]:
     """Run the engine the way the memory worker does: on paths already canonical, as the
     authorizer (project) and the server's config (workspace, home) hand them over."""
@@ -92,6 +94,7 @@ def ask(
         scope=scope,
         allowed_scopes=allowed,
         max_documents=max_documents,
+        max_tokens=max_tokens,
     )
     return explore_memory(q, cancelled=cancelled or threading.Event())
 

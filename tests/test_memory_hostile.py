@@ -24,6 +24,7 @@ from conftest_memory import new_store, page, put_pages
 from lwc_process import RawServer, call
 
 from benchmarks.stdio import StdioClient
+from lwc_trio.protocol.tool import MAX_TOKENS_MAX
 
 pytestmark = pytest.mark.slow
 
@@ -376,7 +377,9 @@ async def test_answers_are_bounded_whatever_the_store_holds(
     async with trio.open_nursery() as nursery:
         server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
         with trio.fail_after(60):
-            ((line, response),) = await ask_all(server, [workspace], "zebra", maxDocuments=20)
+            ((line, response),) = await ask_all(
+                server, [workspace], "zebra", maxDocuments=20, maxTokens=MAX_TOKENS_MAX
+            )
         await server.close_stdin()
         assert await server.wait() == 0
     assert len(line) + 1 <= MAX_LINE

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
+from pathlib import Path
 
+from conftest_memory import new_store, page, put_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lwc_trio.memory.indexer import SNIPPET_SCAN, _first_offsets_spans, ascii_words
 from lwc_trio.memory.results import (
     _ELLIPSIS,
+    LINKS_READ,
     SNIPPET_LEAD,
     SNIPPET_MAX,
     _in_word,
+    _links,
     make_snippet,
     query_pattern,
 )
@@ -178,3 +183,36 @@ def test_half_window_first_gives_the_same_snippet(text: str, at: int) -> None:
     """Flattening half the window first (and the whole one only when that is short) never
     changes a snippet, whatever the whitespace."""
     assert make_snippet(text, at) == _whole_window_snippet(text, at)
+
+
+def test_links_read_per_page_are_bounded_at_the_query(tmp_path: Path) -> None:
+    """A Page with 100,000 out-links costs the links query no more SQLite steps than one with
+    100 (SPEC §4: links read per Page are bounded at the query); counted by a progress
+    handler called every 100 virtual-machine steps, not by a clock."""
+    db = new_store(tmp_path)
+    put_pages(db, [page("wide", "Wide"), page("narrow", "Narrow")])
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.executemany("INSERT INTO links VALUES ('wide', ?)",
+                         ((f"t{i:06d}",) for i in range(100_000)))  # fmt: skip
+        conn.executemany(
+            "INSERT INTO links VALUES ('narrow', ?)", ((f"t{i:06d}",) for i in range(100))
+        )
+
+    def steps(slug: str) -> tuple[int, int]:
+        count = [0]
+
+        def tick() -> int:
+            count[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 100)
+        links = _links(conn, [slug])[slug]
+        conn.set_progress_handler(None, 0)
+        return count[0], len(links)
+
+    wide, wide_links = steps("wide")
+    narrow, narrow_links = steps("narrow")
+    assert wide_links == narrow_links == LINKS_READ
+    assert wide <= narrow + 2
+    conn.close()

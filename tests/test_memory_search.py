@@ -14,9 +14,11 @@ from conftest_memory import add_source, ask, ids, new_project, new_store, page, 
 
 from lwc_trio.memory.engine import MemoryCancelled
 from lwc_trio.memory.fuzzy import build_vocabulary
+from lwc_trio.memory.passages import ELISION
 from lwc_trio.memory.search import Ranking, search_store
 from lwc_trio.memory.tokenize import query_terms
 from lwc_trio.memory.writer import PageInput, Wiki
+from lwc_trio.protocol.tool import MAX_TOKENS_MAX
 
 RESULT_KEYS = [
     "scope",
@@ -253,7 +255,7 @@ def test_field_order_is_fixed(tmp_path: Path) -> None:
     project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha body")])
     memory = ask("alpha", project, home=home)
-    assert list(memory) == ["state", "stores", "results", "pages", "graph"]
+    assert list(memory) == ["state", "results", "pages", "graph", "stores"]
     assert list(memory["results"][0]) == RESULT_KEYS
     assert list(memory["pages"][0]) == PAGE_KEYS
     assert list(memory["stores"][0]) == ["scope", "storeId", "revision", "state"]
@@ -263,44 +265,57 @@ def test_field_order_is_fixed(tmp_path: Path) -> None:
 
 
 def test_page_bodies_are_capped_at_15000_each_and_60000_total(tmp_path: Path) -> None:
-    """Five 40,000-character bodies: four cut to exactly 15,000, the fifth omitted."""
+    """Five 40,000-character bodies at the largest budget: each ≤ 15,000, all ≤ 60,000,
+    every one marked truncated, in result order (LWC's caps stay the upper bound)."""
     project, db, home = new_project(tmp_path)
     body = ("lorem ipsum " * 4000)[:39_990] + " capsword"
     put_pages(db, [page(f"p{i}", f"Page {i}", body) for i in range(5)])
-    memory = ask("capsword", project, home=home)
+    memory = ask("capsword", project, home=home, max_tokens=MAX_TOKENS_MAX)
     assert len(memory["results"]) == 5
-    assert [len(p["body"]) for p in memory["pages"]] == [15_000] * 4
+    lengths = [len(p["body"]) for p in memory["pages"]]
+    assert lengths
+    assert all(0 < n <= 15_000 for n in lengths)
+    assert sum(lengths) <= 60_000
     assert all(p["truncated"] for p in memory["pages"])
-    assert [p["slug"] for p in memory["pages"]] == ids(memory)[:4]
+    assert [p["slug"] for p in memory["pages"]] == ids(memory)[: len(lengths)]
+    assert all("capsword" in p["body"] for p in memory["pages"])
     assert all(len(r["snippet"]) <= 180 for r in memory["results"])
 
 
 def test_cjk_bodies_are_cut_in_code_points(tmp_path: Path) -> None:
-    """A 40,000-character CJK body is cut to exactly 15,000 code points; a short one is whole."""
+    """A 40,000-character CJK body comes as at most 15,000 code points of its own text; a
+    short one that fits its share comes whole."""
     project, db, home = new_project(tmp_path)
     long_body = "数据库" * 13_333 + "数"
-    put_pages(db, [page("long", "长文", long_body), page("short", "短文", "数据库" * 3000)])
-    memory = ask("数据库", project, home=home)
+    put_pages(db, [page("long", "长文", long_body), page("short", "短文", "数据库" * 1000)])
+    memory = ask("数据库", project, home=home, max_tokens=MAX_TOKENS_MAX)
     bodies = {p["slug"]: p for p in memory["pages"]}
     assert len(long_body) == 40_000
-    assert bodies["long"]["body"] == long_body[:15_000]
+    assert 0 < len(bodies["long"]["body"]) <= 15_000
+    pieces = [piece.strip().rstrip(" …") for piece in bodies["long"]["body"].split(ELISION)]
+    assert all(piece in long_body for piece in pieces)
     assert bodies["long"]["truncated"]
-    assert bodies["short"]["body"] == "数据库" * 3000
+    assert bodies["short"]["body"] == "数据库" * 1000
     assert not bodies["short"]["truncated"]
-    assert sum(len(p["body"]) for p in memory["pages"]) == 24_000
+    assert sum(len(p["body"]) for p in memory["pages"]) <= 60_000
 
 
 def test_budget_cuts_the_last_page_to_what_is_left(tmp_path: Path) -> None:
-    """10,000 + 4 x 40,000 characters: total exactly 60,000, the last page cut to what is left."""
+    """10,000 + 4 x 40,000 characters at the largest budget: the short first Page whole, the
+    others query-focused, total ≤ 60,000; shares fall with rank."""
     project, db, home = new_project(tmp_path)
     # The title match puts the small page first; the big ones follow.
     pages = [page("small", "Budget", ("budget " * 1500)[:10_000])]
     pages += [page(f"big{i}", f"Big {i}", ("budget " * 6000)[:40_000]) for i in range(4)]
     put_among_filler(db, *pages)
-    memory = ask("budget", project, home=home)
+    memory = ask("budget", project, home=home, max_tokens=MAX_TOKENS_MAX)
     assert memory["pages"][0]["slug"] == "small"
-    assert [len(p["body"]) for p in memory["pages"]] == [10_000, 15_000, 15_000, 15_000, 5_000]
-    assert [p["truncated"] for p in memory["pages"]] == [False, True, True, True, True]
+    lengths = [len(p["body"]) for p in memory["pages"]]
+    assert lengths[0] == 10_000
+    assert all(n <= 15_000 for n in lengths)
+    assert sum(lengths) <= 60_000
+    assert lengths[1:] == sorted(lengths[1:], reverse=True)
+    assert [p["truncated"] for p in memory["pages"]] == [False] + [True] * (len(lengths) - 1)
 
 
 def test_sources_never_return_their_content(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import jsonschema
 import pytest
 from hypothesis import example, given
@@ -120,7 +121,7 @@ CODE_UNAVAILABLE: dict[str, Any] = {
     "nextAction": {"command": "lwc cg install", "cwd": "/ws"},
 }
 
-KEY_ORDER = ["query", "projectPath", "mode", "scope", "memory", "codeGraph", "timings"]
+KEY_ORDER = ["memory", "codeGraph", "query", "projectPath", "mode", "scope", "timings"]
 
 
 def _args(mode: str = "memory", query: str = "q") -> ExploreArgs:
@@ -141,7 +142,7 @@ def test_key_order(mode: str) -> None:
     out, _ = build_result(_args(mode), "/canonical/ws", memory, code, 3, None)
     expected = list(KEY_ORDER)
     if mode == "all":
-        expected.insert(6, "partial")
+        expected.insert(2, "partial")
     assert list(out) == expected
     assert out["projectPath"] == "/canonical/ws"
     assert out["timings"] == {"memoryMs": 3}
@@ -210,7 +211,7 @@ def test_tool_result_text_is_compact_json_of_structured_content(query: str, is_e
     assert text == json.dumps(out, ensure_ascii=False, separators=(",", ":"))
     assert json.loads(text) == out
     assert list(json.loads(text)) == list(out)
-    assert text.startswith('{"query":')
+    assert text.startswith('{"memory":')
     assert "\n" not in text.replace("\\n", "")
     if query.startswith("café"):
         assert query in text
@@ -406,3 +407,56 @@ def test_a_response_line_never_exceeds_512_kib() -> None:
     assert 0 < len(kept) < 20
     assert [p["slug"] for p in kept] == [f"p{i}" for i in range(len(kept))]
     assert len(structured["memory"]["results"]) == 20
+
+
+def _code_text(files: int, lines: int = 40) -> str:
+    return "\n".join(
+        f"**`src/f{i}.py`** — fn{i}\n"
+        + "\n".join(f"{n}\tline {n} of file {i}" for n in range(lines))
+        for i in range(files)
+    )
+
+
+def _memory_with_pages(n: int, body: int) -> dict[str, Any]:
+    page = {"scope": "project", "slug": "p", "body": "x" * body, "truncated": True}
+    return {
+        "state": "ready",
+        "results": [{"identifier": f"p{i}"} for i in range(n)],
+        "pages": [dict(page, slug=f"p{i}") for i in range(n)],
+        "graph": [],
+        "stores": [],
+    }
+
+
+def _cost(out: dict[str, Any]) -> int:
+    return len(json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def test_code_text_follows_the_budget_at_whole_file_sections() -> None:
+    """Mode code: the text is cut to the budget at the last whole file section."""
+    text = _code_text(30)
+    code = {"state": "ready", "text": text, "truncated": False, "files": []}
+    args = attrs.evolve(_args("code"), maxTokens=1_000)
+    out, _ = build_result(args, "/ws", dict(NOT_REQUESTED), code, None, 5)
+    got = out["codeGraph"]
+    assert _cost(out) <= 4_000
+    assert got["truncated"] is True
+    assert got["text"]
+    assert text.startswith(got["text"])
+    assert text[len(got["text"]) :].startswith("**`src/f")  # cut where a file section starts
+    assert got["files"] == [f"src/f{i}.py" for i in range(len(got["files"]))]
+
+
+def test_mode_all_shares_one_budget_and_a_plane_not_ready_leaves_its_share() -> None:
+    text = _code_text(30)
+    code = {"state": "ready", "text": text, "truncated": False, "files": []}
+    args = attrs.evolve(_args("all"), maxTokens=2_500)
+    both, _ = build_result(args, "/ws", _memory_with_pages(6, 2_000), dict(code), 3, 5)
+    assert _cost(both) <= 10_000
+    assert both["memory"]["pages"]
+    assert both["codeGraph"]["text"]
+    alone, _ = build_result(args, "/ws", plane_error("memory_timeout", "late"), dict(code), 3, 5)
+    assert _cost(alone) <= 10_000
+    assert len(alone["codeGraph"]["text"]) > len(both["codeGraph"]["text"])
+    no_code, _ = build_result(args, "/ws", _memory_with_pages(6, 2_000), CODE_UNAVAILABLE, 3, 5)
+    assert len(no_code["memory"]["pages"]) > len(both["memory"]["pages"])

@@ -117,7 +117,9 @@ def test_input_schema_shape() -> None:
     assert schema["additionalProperties"] is False
     assert sorted(schema["required"]) == ["projectPath", "query"]
     props = schema["properties"]
-    assert set(props) == {"query", "projectPath", "mode", "scope", "maxDocuments", "maxFiles"}
+    assert set(props) == {
+        "query", "projectPath", "mode", "scope", "maxDocuments", "maxFiles", "maxTokens"
+    }  # fmt: skip
     assert props["query"]["type"] == "string"
     assert (props["query"]["minLength"], props["query"]["maxLength"]) == (1, 10_000)
     assert props["projectPath"]["type"] == "string"

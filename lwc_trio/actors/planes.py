@@ -564,6 +564,7 @@ def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> Any:
         scope=args.scope,
         allowed_scopes=config.allowed_scopes,
         max_documents=args.maxDocuments,
+        max_tokens=args.maxTokens,
     )
 
 
@@ -580,6 +581,7 @@ def code_query(args: ExploreArgs, project: Path, config: ServerConfig) -> Any:
         project_path=project,
         workspace=config.workspace,
         max_files=args.maxFiles,
+        max_tokens=args.maxTokens,
     )
 
 

@@ -12,11 +12,13 @@ import re
 from typing import Any
 
 from lwc_trio.codegraph.index import error_state
+from lwc_trio.memory.passages import cost
 
 __all__ = [
     "TEXT_LIMIT",
     "cut_text",
     "error_reply_state",
+    "fit_state",
     "interpret_tool_result",
     "ready_state",
     "section_files",
@@ -59,6 +61,29 @@ def ready_state(text: str) -> dict[str, Any]:
     """The `ready` object for the child's full text, capped per SPEC §5."""
     kept, truncated = cut_text(text)
     return {"state": "ready", "text": kept, "truncated": truncated, "files": section_files(kept)}
+
+
+def _boundaries(text: str) -> list[int]:
+    """Where `text` may be cut, last first: file-section starts, else line starts."""
+    cuts = [m.start() for m in _SECTION.finditer(text) if m.start() > 0]
+    if not cuts:
+        cuts = [m.end() for m in re.finditer(r"\n", text) if m.end() < len(text)]
+    return cuts[::-1]
+
+
+def fit_state(state: dict[str, Any], room: int) -> dict[str, Any]:
+    """A `ready` object whose `text` costs at most `room` units as a JSON string
+    (`passages.cost`), cut at the last file section that fits (with no section, the last
+    line), never mid-line; `truncated` and `files` follow. Nothing fits: empty text."""
+    text: str = state["text"]
+    if cost(text) + 2 <= room:
+        return state
+    kept = ""
+    for cut in _boundaries(text):
+        if cost(text[:cut]) + 2 <= room:
+            kept = text[:cut]
+            break
+    return {"state": "ready", "text": kept, "truncated": True, "files": section_files(kept)}
 
 
 def _text_of(result: dict[str, Any]) -> str | None:

@@ -64,6 +64,9 @@ class CodeQuery:
     project_path: Path  # canonical, authorized, inside workspace
     workspace: Path  # canonical
     max_files: int  # 1..20
+    max_tokens: int = 2_500
+    """The answer's budget (`protocol.tool.DEFAULT_MAX_TOKENS`); the text is fitted to it when
+    the result is assembled (`protocol.explore_result.fit_budget`)."""
 
 
 @attrs.frozen

@@ -23,14 +23,18 @@ from lwc_trio.memory.discovery import StoreRef, project_store_above
 from lwc_trio.memory.fuzzy import Vocabulary, build_vocabulary
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.handles import Handles
+from lwc_trio.memory.passages import UNITS_PER_TOKEN, cost
 from lwc_trio.memory.pool import Reader, checkin, checkout
 from lwc_trio.memory.results import (
     PageBody,
     ResultRow,
-    cap_pages,
+    dumps_compact,
+    fit_pages,
+    page_reference,
+    read_from,
     read_hits,
 )
-from lwc_trio.memory.search import load_degrees, search_store
+from lwc_trio.memory.search import Hit, load_degrees, search_store
 from lwc_trio.memory.store import (
     Interrupted,
     StoreInfo,
@@ -39,6 +43,7 @@ from lwc_trio.memory.store import (
     translate_error,
 )
 from lwc_trio.memory.tokenize import MAX_TERMS, QueryTerm, parse_query
+from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 __all__ = [
     "MemoryCancelled",
@@ -98,6 +103,8 @@ class MemoryQuery:
     scope: str  # "project" | "global" | "all"
     allowed_scopes: frozenset[str]
     max_documents: int  # 1..20
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """The whole answer's budget in estimated tokens (`passages.estimate_tokens`)."""
 
 
 @attrs.frozen
@@ -215,7 +222,7 @@ def _answer(
     limit: int,
     cancelled: threading.Event,
 ) -> StoreAnswer:
-    if not parsed[0]:
+    if not parsed[0] and page_reference(query) is None:
         return StoreAnswer(ref, info, None)
     answers = ANSWERS.get_or_build((str(ref.path), info.store_id, info.store_revision), _Answers)
     what = (ref.scope, query, limit)
@@ -244,6 +251,12 @@ def _search(
     conn = reader.conn
     key = (str(ref.path), info.store_id, info.store_revision)
     terms, phrase = parsed
+    reference = page_reference(query)
+    if reference is not None:  # a follow-up read of one Page: no search
+        slug, heading, offset = reference
+        rows, bodies = read_hits(conn, ref.scope, [Hit("page", slug, 0.0, "lexical")], query)
+        bodies = {s: read_from(conn, bound_body(b), heading, offset) for s, b in bodies.items()}
+        return tuple(map(bound_row, rows)), bodies, None
     hits = search_store(
         conn,
         terms,
@@ -360,7 +373,21 @@ def merge_rows(answers: Sequence[StoreAnswer], limit: int) -> list[ResultRow]:
     return rows[:limit]
 
 
-def _ready(answers: Sequence[StoreAnswer], limit: int) -> dict[str, Any]:
+ENVELOPE = 200
+"""Cost units of the result object around `memory` besides the query and path echoes
+(`"codeGraph":{"state":"not_requested"}`, `mode`, `scope`, `timings`, keys, quotes)."""
+
+
+STORE_ROOM = 120
+"""Cost units of a `stores` entry with its longest revision, no error, and a comma."""
+GRAPH_ROOM = 80
+"""Cost units of a `graph` item without neighbourhood (`"engine":"disabled"`), and a comma."""
+
+
+def _ready(
+    answers: Sequence[StoreAnswer], q: MemoryQuery, terms: Sequence[QueryTerm]
+) -> dict[str, Any]:
+    limit = q.max_documents
     rows = merge_rows(answers, limit)
     by_scope = {answer.ref.scope: answer for answer in answers if answer.error is None}
     bodies = [
@@ -385,13 +412,29 @@ def _ready(answers: Sequence[StoreAnswer], limit: int) -> dict[str, Any]:
             item["seed"] = seed.identifier
             item["neighborhood"] = answer.neighborhood
         graph.append(item)
-    return {
+    # What the agent needs first (docs/mcp-reference.md): results, then Pages; metadata after.
+    out: dict[str, Any] = {
         "state": "ready",
-        "stores": [answer.store_json() for answer in answers],
         "results": [row.to_json() for row in rows],
-        "pages": cap_pages(bodies),
+        "pages": [],
         "graph": graph,
+        "stores": [answer.store_json() for answer in answers],
     }
+    # The budget covers the whole text block: what is not a body is paid for first. Stores
+    # and graph items are counted at their largest, so the bodies never depend on a
+    # revision's digits or a graph status (only a neighbourhood counts as it is).
+    spent = cost(dumps_compact({**out, "graph": [], "stores": []})) + ENVELOPE
+    spent += STORE_ROOM * len(out["stores"]) + GRAPH_ROOM * len(graph)
+    spent += sum(cost(dumps_compact(s.get("error"))) for s in out["stores"] if "error" in s)
+    spent += sum(
+        cost(dumps_compact(item["neighborhood"])) + len(item["seed"]) + 30
+        for item in graph
+        if "neighborhood" in item
+    )
+    spent += cost(dumps_compact(q.query)) + cost(dumps_compact(str(q.project_path)))
+    room = q.max_tokens * UNITS_PER_TOKEN - spent
+    out["pages"] = fit_pages(bodies, [(t.term, t.count) for t in terms], room)
+    return out
 
 
 def _wanted_scopes(q: MemoryQuery) -> list[str]:
@@ -469,7 +512,7 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
             }
         answers = query_stores(refs, q.query, q.max_documents, cancelled, parsed)
     if any(answer.error is None for answer in answers):
-        return _ready(answers, q.max_documents)
+        return _ready(answers, q, parsed[0])
     first = answers[0]
     assert first.error is not None
     error = {"code": first.error.code, "message": first.error.message}

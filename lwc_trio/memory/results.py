@@ -1,8 +1,10 @@
 """Result rows and Page bodies: what a store contributes to the answer, in SPEC field order.
 
 Sources never carry their content: their only text in an answer is the ≤ 180-character snippet.
-Page bodies are read at most `PAGE_BODY_CAP` characters at a time (SQLite counts characters,
-so the cut is in code points and CJK-safe); the global budget is applied after the merge.
+A Page body is read up to its first `FOCUS_SCAN` characters (SQLite counts characters, so
+the cut is in code points and CJK-safe); after the merge, `fit_pages` gives each Page its share
+of the answer's budget by rank and cuts a longer body to its passages most relevant to the
+query (`passages.py`), within LWC's caps (15,000 characters a body, 60,000 in all).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import attrs
 
 from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
+from lwc_trio.memory.passages import cost, focus, outline, shares
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
 from lwc_trio.memory.tokenize import is_cjk
+from lwc_trio.protocol.jsonrpc import to_bytes
 
 __all__ = [
     "PAGES_TOTAL_CAP",
@@ -28,9 +32,11 @@ __all__ = [
     "PageBody",
     "ResultRow",
     "WholeQuery",
-    "cap_pages",
+    "fit_pages",
     "make_snippet",
+    "page_reference",
     "query_pattern",
+    "read_from",
     "read_hits",
 ]
 
@@ -38,9 +44,16 @@ SNIPPET_MAX = 180
 SNIPPET_LEAD = 60
 """Characters of context kept before the match (as LWC), to the next word boundary."""
 PAGE_BODY_CAP = 15_000
-_HEAD = max(SNIPPET_SCAN, PAGE_BODY_CAP)
-"""Characters of a Page body read once for both its snippet and its `pages` entry."""
+FOCUS_SCAN = 100_000
+"""Characters of a Page body read (once, for its snippet and its `pages` entry) and searched
+for passages; the rest of a longer Page is read by the follow-up call (docs/mcp-reference.md)."""
+_HEAD = max(SNIPPET_SCAN, FOCUS_SCAN)
 PAGES_TOTAL_CAP = 60_000
+MIN_SHARE = 240
+"""A Page whose share of the budget (after its other fields) is under this many cost units
+is left out, with every Page after it: a body that short would say nothing."""
+RANK_DIGITS = 6
+"""`rank` is written rounded to this many decimals (the order was decided unrounded)."""
 
 _SPACE = re.compile(r"\s+")
 _QUERY_WORD = re.compile(r"[^\W_]+")
@@ -83,7 +96,7 @@ class ResultRow:
             "summary": self.summary,
             "provenance": None if self.provenance is None else list(self.provenance),
             "snippet": self.snippet,
-            "rank": self.rank,
+            "rank": round(self.rank, RANK_DIGITS),
             "match": self.match,
             "updatedAt": self.updated_at,
         }
@@ -105,11 +118,14 @@ class PageBody:
     updated_at: str
     cut: bool = False
     """A field other than the body was cut to its SPEC §2 limit (see `bounds.py`)."""
+    offset: int = -1
+    """For a follow-up read (`[[slug@N]]`, `[[slug#Heading]]`): where `head` starts in the
+    body; -1 for a search answer (`head` is the body's start, focused on the query)."""
 
-    def to_json(self, allowed: int) -> dict[str, Any]:
-        """The SPEC §4 page object with the body cut to `allowed` characters."""
-        body = self.head[:allowed]
-        return {
+    def to_json(self, body: str, truncated: bool, heads: list[str] | None = None) -> dict[str, Any]:
+        """The SPEC §4 page object with `body` (the Page's, whole or focused); `truncated`
+        when it is not the whole body; `heads`, the outline of a truncated Page."""
+        item = {
             "scope": self.scope,
             "slug": self.slug,
             "title": self.title,
@@ -119,8 +135,11 @@ class PageBody:
             "provenance": list(self.provenance),
             "links": list(self.links),
             "updatedAt": self.updated_at,
-            "truncated": self.cut or len(body) < self.length,
+            "truncated": self.cut or truncated or len(body) < self.length,
         }
+        if heads:
+            item["outline"] = heads
+        return item
 
 
 def _in_word(char: str) -> bool:
@@ -383,11 +402,9 @@ def read_hits(
             body = None if kept is None else kept.bodies.get((scope, slug))
             if body is None:
                 body = PageBody(
-                    scope, slug, title, kind, summary, head[:PAGE_BODY_CAP], length,
-                    provenance, links, updated,
+                    scope, slug, title, kind, summary, head, length, provenance, links, updated,
                 )  # fmt: skip
-                # A head longer than the cap is a copy: it counts against the budget.
-                if kept is not None and (len(head) <= PAGE_BODY_CAP or kept.keep(body.head)):
+                if kept is not None:  # the row's own head: no copy to count
                     kept.bodies[scope, slug] = body
             bodies[slug] = body
         elif hit.doc_type == "source" and hit.identifier in sources:
@@ -424,30 +441,130 @@ def _snippet(kept: _Rows | None, hit: Hit, text: str, whole: WholeQuery | None) 
 
 
 def _links(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    found: dict[str, list[str]] = {slug: [] for slug in slugs}
-    if slugs:
-        for source, target in conn.execute(
-            f"SELECT from_slug, to_slug FROM links WHERE from_slug IN ({_marks(len(slugs))}) "
-            "ORDER BY from_slug, to_slug",
-            list(slugs),
-        ):
-            found[source].append(target)
-    return {slug: tuple(targets) for slug, targets in found.items()}
+    """Each Page's first `LINKS_READ` out-links by target: bounded in SQL per Page (the
+    primary key's range), so a Page with 100,000 links costs no more than one with 65."""
+    found: dict[str, tuple[str, ...]] = {}
+    for slug in slugs:
+        found[slug] = tuple(
+            target
+            for (target,) in conn.execute(
+                "SELECT to_slug FROM links WHERE from_slug = ? ORDER BY to_slug LIMIT ?",
+                (slug, LINKS_READ),
+            )
+        )
+    return found
 
 
-def cap_pages(ordered: Sequence[PageBody]) -> list[dict[str, Any]]:
-    """`pages` in result order: each body ≤ 15,000 characters, all together ≤ 60,000.
+LINKS_READ = 65
+"""Out-links read per Page: one more than an answer keeps (`bounds.LINKS_MAX`, 64), so
+`bounds.py` can mark the Page cut."""
 
-    A body is cut to min(15,000, budget left); once the budget is spent, later pages are
-    omitted.
+
+def fit_pages(
+    ordered: Sequence[PageBody], terms: Sequence[tuple[str, int]], room: int
+) -> list[dict[str, Any]]:
+    """`pages` in result order, within `room` cost units (`passages.cost`) and LWC's caps.
+
+    Each Page gets a share of what is left by its rank (`passages.shares`: the best gets
+    most; what a Page does not use goes to those after it). A body that fits its share comes
+    whole; a longer one comes as its passages most relevant to `terms` (`passages.focus`),
+    with its outline. Each body has at most `PAGE_BODY_CAP` characters, all together at most
+    `PAGES_TOTAL_CAP`. Once a share is too small to say anything, later Pages are omitted.
     """
-    budget = PAGES_TOTAL_CAP
+    chars = PAGES_TOTAL_CAP
+    left = room
     out: list[dict[str, Any]] = []
-    for page in ordered:
-        allowed = min(PAGE_BODY_CAP, budget)
-        if allowed <= 0:
+    for page, fraction in zip(ordered, shares(len(ordered), room), strict=False):
+        # Its other fields, the comma between entries and a `more` call.
+        base = cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
+        share = int(left * fraction) - base
+        cap = min(PAGE_BODY_CAP, chars)
+        if share < MIN_SHARE or cap <= 0:
             break
-        item = page.to_json(allowed)
-        budget -= len(item["body"])
+        if page.offset >= 0:
+            entry = _continued(page, share - len(',"more":""') - len(page.slug) - 16, cap)
+            if entry is not None:
+                out.append(entry)
+                chars -= len(entry["body"])
+                left -= base + cost(dumps_compact(entry))
+            continue
+        whole = len(page.head) == page.length
+        heads: list[str] = []
+        if not whole or len(page.head) > cap or cost(page.head) > share:
+            heads = outline(page.head)
+            share -= cost(dumps_compact(heads)) + len(',"outline":') if heads else 0
+        focused = focus(page.head, terms, share, cap)
+        if not focused.body and page.length:
+            continue  # nothing of it fits its share: the next Page may
+        if not focused.truncated and whole:
+            heads = []
+        item = page.to_json(focused.body, focused.truncated, heads)
+        if item["truncated"]:
+            item["more"] = f"[[{page.slug}]]"
         out.append(item)
+        chars -= len(focused.body)
+        left -= cost(dumps_compact(item)) + 1
     return out
+
+
+def dumps_compact(obj: Any) -> str:
+    """Compact JSON as the text block writes it (for sizes)."""
+    return to_bytes(obj).decode()
+
+
+_REFERENCE = re.compile(r"\[\[([^\[\]|#@\s]+)(?:#([^\[\]]+)|@(\d{1,12}))?\]\]")
+
+
+def page_reference(query: str) -> tuple[str, str | None, int] | None:
+    """`(slug, heading, offset)` when `query` is a follow-up read of one Page:
+    `[[slug]]` (from its start), `[[slug#Heading]]` (from that heading) or `[[slug@N]]`
+    (from character N, as a cut Page's `more` says); None for a search."""
+    found = _REFERENCE.fullmatch(query.strip())
+    if found is None:
+        return None
+    slug, heading, offset = found.groups()
+    return slug, heading, int(offset) if offset else 0
+
+
+def read_from(
+    conn: sqlite3.Connection, body: PageBody, heading: str | None, offset: int
+) -> PageBody:
+    """`body` with `head` = its text from `offset` (or from the line of `heading`, looked
+    for in the first `FOCUS_SCAN` characters; not found: from the start), up to
+    `PAGE_BODY_CAP` characters, read in SQL (a Page of any length is in reach)."""
+    if heading is not None:
+        offset = 0
+        for match in re.finditer(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", body.head, re.MULTILINE):
+            if match.group(1).strip().lower() == heading.strip().lower():
+                offset = match.start()
+                break
+    offset = min(offset, body.length)
+    (text,) = conn.execute(
+        "SELECT substr(body, ?, ?) FROM pages WHERE slug = ?",
+        (offset + 1, PAGE_BODY_CAP, body.slug),
+    ).fetchone()
+    return attrs.evolve(body, head=str(text), offset=offset)
+
+
+def _continued(page: PageBody, room: int, cap: int) -> dict[str, Any] | None:
+    """A follow-up read's entry: the text from `page.offset` that fits, cut at the last
+    paragraph (else line) end, with `more` naming the call that reads on."""
+    text = page.head[:cap]
+    if cost(text) > room:
+        text = text[: max(room // 4, 0)]
+        while text and cost(text) > room:
+            text = text[: len(text) * 9 // 10]
+    end = page.offset + len(text)
+    if end < page.length and text:
+        cut, skip = text.rfind("\n\n"), 2
+        if cut <= 0:
+            cut, skip = text.rfind("\n"), 1
+        if cut > 0:
+            text = text[:cut]
+            end = page.offset + cut + skip  # the next read starts after the line break
+    if not text and page.length > page.offset:
+        return None
+    item = page.to_json(text, page.offset > 0 or end < page.length)
+    if end < page.length:
+        item["more"] = f"[[{page.slug}@{end}]]"
+    return item

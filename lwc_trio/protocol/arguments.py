@@ -17,8 +17,11 @@ from lwc_trio.exceptions import ArgumentError
 from lwc_trio.protocol.tool import (
     DEFAULT_MAX_DOCUMENTS,
     DEFAULT_MAX_FILES,
+    DEFAULT_MAX_TOKENS,
     LIMIT_MAX,
     LIMIT_MIN,
+    MAX_TOKENS_MAX,
+    MAX_TOKENS_MIN,
     MODES,
     PATH_MAX,
     QUERY_MAX,
@@ -39,6 +42,7 @@ class ExploreArgs:
     scope: Scope = "all"
     maxDocuments: int = DEFAULT_MAX_DOCUMENTS
     maxFiles: int = DEFAULT_MAX_FILES
+    maxTokens: int = DEFAULT_MAX_TOKENS
 
     @property
     def wants_memory(self) -> bool:
@@ -95,10 +99,10 @@ CONVERTER: Final = _make_converter()
 _FIELDS: Final = tuple(a.name for a in attrs.fields(ExploreArgs))
 
 
-def _limit(value: Any) -> None:
+def _limit(value: Any, low: int = LIMIT_MIN, high: int = LIMIT_MAX) -> None:
     CONVERTER.structure(value, int)
-    if not LIMIT_MIN <= value <= LIMIT_MAX:
-        raise _WrongType(f"must be from {LIMIT_MIN} to {LIMIT_MAX}, got {value}")
+    if not low <= value <= high:
+        raise _WrongType(f"must be from {low} to {high}, got {value}")
 
 
 def _choice(value: Any, choices: tuple[str, ...]) -> None:
@@ -129,7 +133,7 @@ def validate(arguments: Any) -> ExploreArgs:
     _check_query(arguments)
     _check_project_path(arguments)
     given = {k: v for k, v in arguments.items() if v is not None}
-    for field in ("mode", "scope", "maxDocuments", "maxFiles"):
+    for field in ("mode", "scope", "maxDocuments", "maxFiles", "maxTokens"):
         if field in given:
             value = given[field]
             try:
@@ -137,6 +141,8 @@ def validate(arguments: Any) -> ExploreArgs:
                     _choice(value, MODES)
                 elif field == "scope":
                     _choice(value, SCOPES)
+                elif field == "maxTokens":
+                    _limit(value, MAX_TOKENS_MIN, MAX_TOKENS_MAX)
                 else:
                     _limit(value)
             except _WrongType as exc:

@@ -1,16 +1,26 @@
 """The `lwc_explore` result object, its fixed key order, and plane-output checks.
 
-Key order of the result (documented in docs/mcp-reference.md):
-`query, projectPath, mode, scope, memory, codeGraph, partial (mode all only), timings`.
+Key order of the result (documented in docs/mcp-reference.md): what the agent reads first,
+then the echoes and metadata, so a host that shows only the first 2 KB shows the answer:
+`memory, codeGraph, partial (mode all only), query, projectPath, mode, scope, timings`.
 The text block is the same object as compact JSON with `ensure_ascii=False`.
+
+**Budget** (`maxTokens`, SPEC §2): each plane sizes its own answer for the whole budget (they
+run concurrently and neither knows how the other will do); `fit_budget` fits them together
+here. In mode `all`, with both planes ready, the code text keeps at most half the budget
+and memory the rest (its last Pages are dropped until it fits); room memory leaves unused goes
+back to the code text. A plane that is not ready leaves all of it to the other.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from lwc_trio.codegraph.explore_output import fit_state
+from lwc_trio.memory.passages import cost
 from lwc_trio.protocol.arguments import ExploreArgs
 from lwc_trio.protocol.jsonrpc import to_bytes
+from lwc_trio.protocol.tool import UNITS_PER_TOKEN
 
 NOT_REQUESTED: Final = {"state": "not_requested"}
 
@@ -111,14 +121,7 @@ def build_result(
     """The result object in its fixed key order, and whether it `isError`."""
     memory_ready = memory.get("state") == "ready"
     code_ready = code.get("state") == "ready"
-    out: dict[str, Any] = {
-        "query": args.query,
-        "projectPath": project_path,
-        "mode": args.mode,
-        "scope": args.scope,
-        "memory": memory,
-        "codeGraph": code,
-    }
+    out: dict[str, Any] = {"memory": memory, "codeGraph": code}
     if args.mode == "all":
         out["partial"] = memory_ready != code_ready
         is_error = not (memory_ready or code_ready)
@@ -126,10 +129,62 @@ def build_result(
         is_error = not memory_ready
     else:
         is_error = not code_ready
+    out["query"] = args.query
+    out["projectPath"] = project_path
+    out["mode"] = args.mode
+    out["scope"] = args.scope
     # Plain output types (SPEC §2): a plane that did not run has no timing key, not a null.
     timings = {"memoryMs": memory_ms, "codeMs": code_ms}
     out["timings"] = {key: value for key, value in timings.items() if value is not None}
+    fit_budget(out, args.maxTokens * UNITS_PER_TOKEN)
     return out, is_error
+
+
+TIMINGS_ROOM: Final = 16
+"""Cost units kept for the timings' digits (they differ from call to call)."""
+
+
+def _units(structured: dict[str, Any]) -> int:
+    return cost(dumps(structured)) + TIMINGS_ROOM
+
+
+def _drop_memory_step(memory: dict[str, Any]) -> bool:
+    """One step of making a ready memory object smaller: the last Page, then the graph
+    neighbourhood. Results are never dropped for the budget (SPEC §4 "Recall": a query
+    returns min(maxDocuments, matches) results); only the 512 KiB line rule cuts them."""
+    if memory["pages"]:
+        memory["pages"].pop()
+        return True
+    for item in memory["graph"]:
+        if "neighborhood" in item:
+            del item["neighborhood"]
+            item.pop("seed", None)
+            return True
+    return False
+
+
+def fit_budget(structured: dict[str, Any], room: int) -> None:
+    """Make the result cost at most `room` units as the text block (see the module
+    docstring); deterministic. What the budget does not cut (the echoes, the results with
+    their bounded fields) stays, so 20 results with the longest fields can exceed it."""
+    if _units(structured) <= room:
+        return
+    memory = structured["memory"]
+    code = structured["codeGraph"]
+    memory_ready = memory.get("state") == "ready"
+    whole = code if code.get("state") == "ready" else None
+    if whole is not None:
+        fixed = _units(structured) - cost(dumps(whole["text"]))
+        share = room - fixed
+        if memory_ready:
+            share = max(share, min(room // 2, cost(dumps(whole["text"]))) - 2)
+        structured["codeGraph"] = code = fit_state(whole, share + 2)
+    while memory_ready and _units(structured) > room and _drop_memory_step(memory):
+        pass
+    if whole is not None:
+        # What memory gave up goes back to the code text (cut again from the whole).
+        spare = room - (_units(structured) - cost(dumps(code["text"])))
+        structured["codeGraph"] = fit_state(whole, spare)
 
 
 def dumps(obj: Any) -> str:
@@ -179,14 +234,8 @@ def shrink_step(structured: dict[str, Any]) -> bool:
     """
     memory = structured.get("memory")
     if isinstance(memory, dict) and memory.get("state") == "ready":
-        if memory["pages"]:
-            memory["pages"].pop()
+        if _drop_memory_step(memory):
             return True
-        for item in memory["graph"]:
-            if "neighborhood" in item:
-                del item["neighborhood"]
-                item.pop("seed", None)
-                return True
         if memory["results"]:
             memory["results"].pop()
             return True

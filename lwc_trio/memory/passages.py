@@ -1,0 +1,402 @@
+"""Query-focused Page bodies under a size budget (SPEC §4 "Pages"). Sans-IO and pure.
+
+A Page that fits its share comes whole. A longer one comes as the passages most relevant to
+the query: the body is split at Markdown headings, then at blank lines (a fenced code block
+is one passage, never split where that can be avoided; a very long paragraph is split at line
+and then sentence ends), each passage is scored with the search's own analyzer
+(`tokenize.index_terms`) and BM25 with the search's non-collapsing IDF and constants
+(`search.idf`, `search.DEFAULT_RANKING`), counting its heading path as part of it, and the
+best passages that fit are returned **in document order**. A passage that does not follow the
+one before it is introduced by its heading path (`§ Install › Linux`) and set apart by the
+elision marker `[…]` on a line of its own; the outline (the Page's headings, capped) says
+what was left out.
+
+Sizes are in **cost units**: one unit per UTF-8 byte of the text as compact JSON writes it
+(escapes included), plus one more per CJK character. A token is estimated at four units, so a
+budget of T tokens is 4 T units, which is at most 4 T bytes: English text is about four bytes
+a token, CJK text three bytes and about one token a character (see `estimate_tokens`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Sequence
+
+import attrs
+
+from lwc_trio.memory.search import DEFAULT_RANKING, idf
+from lwc_trio.memory.tokenize import index_terms
+
+__all__ = [
+    "ELISION",
+    "OUTLINE_MAX",
+    "UNITS_PER_TOKEN",
+    "Focused",
+    "Passage",
+    "cost",
+    "estimate_tokens",
+    "focus",
+    "outline",
+    "shares",
+    "split_passages",
+]
+
+UNITS_PER_TOKEN = 4
+ELISION = "[…]"
+"""The visible marker between passages that are not next to each other in the Page."""
+_GAP = f"\n\n{ELISION}\n\n"
+OUTLINE_MAX = 12
+"""Headings listed in a truncated Page's `outline` at most."""
+OUTLINE_ITEM_MAX = 80
+PIECE_MAX = 800
+"""A paragraph longer than this (characters) is split at line ends, then sentence ends
+(tuned on SQuAD, whose paragraphs average ~700 characters: 1,200 and 500 did worse)."""
+MIN_PASSAGE = 80
+"""A passage is not cut down below this many characters to fit (it is left out instead)."""
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
+)
+# Characters compact JSON writes as two bytes or more beyond themselves (`"` → `\"`, a
+# control character → `\n` or `\u00XX`).
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def cost(text: str) -> int:
+    """Cost units of `text` inside a compact JSON string (see the module docstring)."""
+    size = len(text.encode("utf-8")) + text.count('"') + text.count("\\")
+    if not text.isascii():
+        size += len(_CJK.findall(text))
+    if not text.isprintable():  # line breaks, tabs, other control characters
+        for match in _CONTROL.finditer(text):
+            size += 1 if match.group() in "\n\r\t\b\f" else 5
+    return size
+
+
+def estimate_tokens(text: str) -> int:
+    """The documented token estimate of `text`: its cost units / 4, rounded up."""
+    return -(-cost(text) // UNITS_PER_TOKEN)
+
+
+@attrs.frozen
+class Passage:
+    """One piece of a Page body: `body[start:end]`, under the headings `path`."""
+
+    start: int
+    end: int
+    path: tuple[str, ...]
+    code: bool = False
+
+
+def _grouped(body: str, start: int, end: int, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
+    """`[start, end)` cut after matches of `breaks` into groups of at most `PIECE_MAX`
+    characters where the matches allow."""
+    cuts = [start]
+    last = start
+    for match in breaks.finditer(body, start, end):
+        if match.end() - cuts[-1] > PIECE_MAX and last > cuts[-1]:
+            cuts.append(last)
+        last = match.end()
+    if end - cuts[-1] > PIECE_MAX and start < last < end and last > cuts[-1]:
+        cuts.append(last)
+    bounds = [*cuts, end]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+_LINE_END = re.compile(r"\n")
+
+
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def _split_long(body: str, start: int, end: int) -> list[tuple[int, int]]:
+    """`[start, end)` in pieces of about `PIECE_MAX` characters at most: at line ends, then
+    sentence ends, then spaces; text with none of them (CJK) every `PIECE_MAX` characters."""
+    pieces = [(start, end)]
+    for breaks in (_LINE_END, _SENTENCE_END, _SPACE_RUN):
+        pieces = [
+            part
+            for a, b in pieces
+            for part in (_grouped(body, a, b, breaks) if b - a > PIECE_MAX else [(a, b)])
+        ]
+    out: list[tuple[int, int]] = []
+    for a, b in pieces:
+        out.extend((x, min(x + PIECE_MAX, b)) for x in range(a, b, PIECE_MAX))
+    return [(a, _rstrip(body, a, b)) for a, b in out if _rstrip(body, a, b) > a]
+
+
+def _rstrip(body: str, a: int, b: int) -> int:
+    while b > a and body[b - 1].isspace():
+        b -= 1
+    return b
+
+
+def split_passages(body: str) -> list[Passage]:
+    """The passages of `body` in document order (headings are not passages: each passage
+    carries the heading path above it). Whitespace between passages belongs to none."""
+    passages: list[Passage] = []
+    path: list[tuple[int, str]] = []
+    para_start = -1
+    fence: str | None = None
+    fence_start = 0
+    pos = 0
+
+    def close(end: int) -> None:
+        nonlocal para_start
+        if para_start < 0:
+            return
+        a, b = para_start, end
+        while b > a and body[b - 1].isspace():
+            b -= 1
+        para_start = -1
+        heads = tuple(title for _level, title in path)
+        for x, y in _split_long(body, a, b):
+            passages.append(Passage(x, y, heads))
+
+    for line in body.splitlines(keepends=True):
+        start, pos = pos, pos + len(line)
+        text = line.rstrip("\r\n")
+        if fence is not None:
+            marker = _FENCE.match(text)
+            if (
+                marker
+                and marker.group(1)[0] == fence[0]
+                and len(marker.group(1)) >= len(fence)
+                and not text.strip().lstrip(fence[0])
+            ):
+                heads = tuple(title for _level, title in path)
+                passages.append(Passage(fence_start, start + len(text), heads, code=True))
+                fence = None
+            continue
+        marker = _FENCE.match(text)
+        if marker:
+            close(start)
+            fence, fence_start = marker.group(1), start
+            continue
+        heading = _HEADING.match(text)
+        if heading:
+            close(start)
+            level = len(heading.group(1))
+            while path and path[-1][0] >= level:
+                path.pop()
+            path.append((level, heading.group(2).strip()))
+            continue
+        if not text.strip():
+            close(start)
+        elif para_start < 0:
+            para_start = start
+    if fence is not None:  # an unclosed fence runs to the end (as Markdown renders it)
+        end = len(body.rstrip())
+        heads = tuple(title for _level, title in path)
+        if end > fence_start:
+            passages.append(Passage(fence_start, end, heads, code=True))
+    close(len(body))
+    return passages
+
+
+def outline(body: str, limit: int = OUTLINE_MAX) -> list[str]:
+    """The Page's headings outside code, as `#`-marked lines, at most `limit` of them
+    (the last entry says how many more there are)."""
+    heads: list[str] = []
+    fence: str | None = None
+    total = 0
+    for line in body.splitlines():
+        marker = _FENCE.match(line)
+        if fence is not None:
+            if marker and marker.group(1)[0] == fence[0] and not line.strip().lstrip(fence[0]):
+                fence = None
+            continue
+        if marker:
+            fence = marker.group(1)
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            total += 1
+            if len(heads) < limit:
+                title = heading.group(2).strip()
+                if len(title) > OUTLINE_ITEM_MAX:
+                    title = title[: OUTLINE_ITEM_MAX - 1] + "…"
+                heads.append(f"{heading.group(1)} {title}")
+    if total > limit:
+        heads[-1] = f"… {total - limit + 1} more headings"
+    return heads
+
+
+Analysis = tuple[tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...]]
+SMALL_BODY = 20_000
+"""Bodies up to this many characters have their analysis kept for the last 1,024 of them;
+longer ones (each analysis up to ~100,000 characters' terms) for the last 16."""
+
+
+def _analyzed(body: str) -> Analysis:
+    """`body`'s passages, each one's term counts (its heading path counted with it) and
+    length in terms. Kept for recent bodies: agents ask about the same Pages again."""
+    return _small(body) if len(body) <= SMALL_BODY else _large(body)
+
+
+def _analysis(body: str) -> Analysis:
+    passages = tuple(split_passages(body))
+    counts: list[dict[str, int]] = []
+    lengths: list[int] = []
+    for passage in passages:
+        terms = index_terms(" ".join(passage.path) + "\n" + body[passage.start : passage.end])
+        lengths.append(len(terms))
+        found: dict[str, int] = {}
+        for term in terms:
+            found[term] = found.get(term, 0) + 1
+        counts.append(found)
+    return passages, tuple(counts), tuple(lengths)
+
+
+_small = functools.lru_cache(maxsize=1024)(_analysis)
+_large = functools.lru_cache(maxsize=16)(_analysis)
+
+
+def _scores(
+    docs: Sequence[dict[str, int]], lengths: Sequence[int], query: Sequence[tuple[str, int]]
+) -> list[float]:
+    """BM25 of each passage for `query`'s `(term, count)`, the Page's passages being the
+    collection: the search's IDF (never negative) and constants, query term frequency."""
+    n = len(docs)
+    if n == 0:
+        return []
+    ranking = DEFAULT_RANKING
+    avgdl = max(sum(lengths) / n, 1.0)
+    weights = {
+        term: idf(n, sum(1 for doc in docs if term in doc)) * count * (ranking.k1 + 1.0)
+        for term, count in query
+    }
+    out: list[float] = []
+    for counts, length in zip(docs, lengths, strict=True):
+        den = ranking.k1 * (1.0 - ranking.b + ranking.b * length / avgdl)
+        score = 0.0
+        for term, weight in weights.items():
+            tf = counts.get(term, 0)
+            if tf:
+                score += weight * tf / (tf + den)
+        out.append(score)
+    return out
+
+
+def _intro(path: tuple[str, ...]) -> str:
+    return f"§ {' › '.join(path)}\n" if path else ""
+
+
+def _cut_to(text: str, room: int, code: bool) -> str | None:
+    """The longest prefix of `text` ending at a line end (else a word end) whose cost with a
+    closing `…` (a closing fence for code) is at most `room`; None when under
+    `MIN_PASSAGE` characters."""
+    tail = "\n```" if code else " …"
+    limit = room - cost(tail)
+    if limit < MIN_PASSAGE:
+        return None
+    # Cost is at least one unit a character: the first `limit` characters bound the search.
+    piece = text[:limit]
+    while piece and cost(piece) > limit:
+        piece = piece[: max(len(piece) - max((cost(piece) - limit) // 3, 1), 0)]
+    cut = piece.rfind("\n")
+    if cut < MIN_PASSAGE and not code:
+        cut = piece.rfind(" ")
+        if cut < MIN_PASSAGE and not piece.isascii():
+            cut = len(piece)  # no space to cut at (CJK): any character boundary
+    if cut < MIN_PASSAGE:
+        return None
+    return piece[:cut].rstrip() + tail
+
+
+@attrs.frozen
+class Focused:
+    """A Page body cut to its share: the text, whether anything was left out, its cost."""
+
+    body: str
+    truncated: bool
+    units: int
+
+
+def _render(body: str, passages: Sequence[Passage], chosen: dict[int, str]) -> str:
+    parts: list[str] = []
+    previous = -1
+    for index in sorted(chosen):
+        passage = passages[index]
+        whole = chosen.get(previous) == body[passages[previous].start : passages[previous].end]
+        if (
+            previous >= 0
+            and index == previous + 1
+            and passage.path == passages[previous].path
+            and whole  # after a passage cut short, the gap is marked
+        ):
+            parts.append(body[passages[previous].end : passage.start])
+        else:
+            if index > 0 or previous >= 0:
+                parts.append(_GAP if parts else f"{ELISION}\n\n")
+            parts.append(_intro(passage.path))
+        parts.append(chosen[index])
+        previous = index
+    if previous >= 0 and previous < len(passages) - 1:
+        parts.append(_GAP.rstrip())
+    return "".join(parts)
+
+
+def focus(body: str, query: Sequence[tuple[str, int]], room: int, cap: int) -> Focused:
+    """`body` whole when it costs at most `room` units and has at most `cap` characters;
+    else its best passages for `query` (`(term, count)` pairs, as `tokenize.parse_query`
+    gives) within both, in document order. Deterministic; pure."""
+    whole = cost(body)
+    if whole <= room and len(body) <= cap:
+        return Focused(body, False, whole)
+    passages, docs, lengths = _analyzed(body)
+    if not passages or room <= 0 or cap <= 0:
+        return Focused("", True, 0)
+    scores = _scores(docs, lengths, query)
+    # Best first; ties (and passages that match nothing) in document order.
+    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
+    if scores[order[0]] <= 0.0:
+        order = list(range(len(passages)))  # no term matches: the Page from its start
+    chosen: dict[int, str] = {}
+    spent_units = 0
+    spent_chars = 0
+    overhead = cost(_GAP) + 2  # a separator (or the final marker) and the path's quoting
+    for index in order:
+        if chosen and scores[index] <= 0.0:
+            break  # the rest matches nothing: the room is not worth its tokens
+        passage = passages[index]
+        text = body[passage.start : passage.end]
+        extra = cost(_intro(passage.path)) + overhead
+        left_units = room - spent_units - extra
+        left_chars = cap - spent_chars - len(_intro(passage.path)) - len(_GAP) * 2
+        if left_units < MIN_PASSAGE or left_chars < MIN_PASSAGE:
+            break
+        units = cost(text)
+        if units > left_units or len(text) > left_chars:
+            if passage.code and chosen:
+                continue  # never cut inside a fence when another passage can go instead
+            piece = _cut_to(text, min(left_units, left_chars), passage.code)
+            if piece is None:
+                continue
+            text, units = piece, cost(piece)
+        chosen[index] = text
+        spent_units += units + extra
+        spent_chars += len(text) + len(_intro(passage.path)) + len(_GAP)
+    rendered = _render(body, passages, chosen)
+    # The estimate above counts every separator at its largest: the result always fits;
+    # should rounding still overshoot, drop the lowest-scored passages.
+    while chosen and (cost(rendered) > room or len(rendered) > cap):
+        worst = min(chosen, key=lambda i: (scores[i], -i))
+        del chosen[worst]
+        rendered = _render(body, passages, chosen)
+    return Focused(rendered, True, cost(rendered))
+
+
+def shares(count: int, budget: int) -> list[float]:
+    """The fraction of what is left that the Page at each rank may use: rank i (from 0)
+    weighs 1 / (i + 1)², so the best Page gets most (tuned on SQuAD: the first result is
+    the gold article for 95 % of its questions); a Page that uses less leaves the rest
+    to those after it (`focus` callers spend shares in order)."""
+    weights = [1.0 / (i + 1) ** 2 for i in range(count)]
+    return [weights[i] / sum(weights[i:]) for i in range(count)] if budget > 0 else []

@@ -1,0 +1,141 @@
+"""Query-focused Page bodies (SPEC §4 "Pages"): `lwc_trio.memory.passages`, pure."""
+
+from __future__ import annotations
+
+from lwc_trio.memory.passages import (
+    ELISION,
+    OUTLINE_MAX,
+    cost,
+    estimate_tokens,
+    focus,
+    outline,
+    shares,
+    split_passages,
+)
+from lwc_trio.memory.tokenize import parse_query
+
+
+def terms(query: str) -> list[tuple[str, int]]:
+    return [(t.term, t.count) for t in parse_query(query)[0]]
+
+
+FILLER = "Unrelated prose about gardens, weather and the colour of old doors. " * 12
+
+DOC = f"""# Server guide
+
+{FILLER}
+
+## Install
+
+{FILLER}
+
+```sh
+pip install lwc-trio
+# a blank line inside the fence
+
+lwc init
+```
+
+## Cancellation
+
+{FILLER}
+
+A request is cancelled when the client sends notifications/cancelled with its id.
+
+### Timeouts
+
+{FILLER}
+"""
+
+
+def test_passages_split_at_headings_then_paragraphs_and_keep_fences_whole() -> None:
+    passages = split_passages(DOC)
+    texts = [DOC[p.start : p.end] for p in passages]
+    fence = next(p for p in passages if p.code)
+    assert DOC[fence.start : fence.end].startswith("```sh")
+    assert DOC[fence.start : fence.end].endswith("```")
+    assert "lwc init" in DOC[fence.start : fence.end]  # the blank line did not split it
+    assert fence.path == ("Server guide", "Install")
+    cancelled = next(p for p in passages if "notifications/cancelled" in DOC[p.start : p.end])
+    assert cancelled.path == ("Server guide", "Cancellation")
+    assert not any(t.lstrip().startswith("#") for t in texts)  # headings are paths, not text
+
+
+def test_a_page_that_fits_comes_whole() -> None:
+    got = focus(DOC, terms("cancelled request"), cost(DOC), 15_000)
+    assert got.body == DOC
+    assert not got.truncated
+
+
+def test_a_long_page_comes_as_its_relevant_passage_with_heading_path_and_marker() -> None:
+    got = focus(DOC, terms("how is a request cancelled"), 700, 15_000)
+    assert got.truncated
+    assert "A request is cancelled when the client sends notifications/cancelled" in got.body
+    assert "§ Server guide › Cancellation" in got.body
+    assert ELISION in got.body
+    assert cost(got.body) <= 700
+    assert "### Timeouts" not in got.body
+    assert "§ Server guide › Install" not in got.body  # nothing matched there
+
+
+def test_passages_come_in_document_order() -> None:
+    got = focus(DOC, terms("pip install lwc cancelled notifications"), 1_500, 15_000)
+    assert got.body.index("pip install") < got.body.index("notifications/cancelled")
+
+
+def test_a_fence_is_not_cut_when_another_passage_can_go_instead() -> None:
+    code = "```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(200)) + "\n```"
+    body = f"# Notes\n\nThe compute helper is documented below.\n\n{code}\n\n{FILLER}"
+    got = focus(body, terms("compute helper"), 600, 15_000)
+    assert "The compute helper is documented below." in got.body
+    assert "```python" not in got.body  # it did not fit whole, and was not cut
+
+
+def test_same_input_same_bytes() -> None:
+    args = (DOC, terms("request timeouts cancelled"), 900, 15_000)
+    assert focus(*args) == focus(*args)
+
+
+def test_caps_hold_in_code_points() -> None:
+    cjk = "\n\n".join(f"第{i}段 数据库 索引 " + "内存边界" * 300 for i in range(40))
+    got = focus(cjk, terms("数据库"), 10**9, 15_000)
+    assert len(got.body) <= 15_000
+    assert got.truncated
+
+
+def test_cost_counts_utf8_escapes_and_cjk() -> None:
+    assert cost("abcd") == 4
+    assert cost("数") == 4  # 3 bytes and one more: about one token
+    assert cost('a"b\n') == 6
+    assert estimate_tokens("数据库") == 3
+    assert estimate_tokens("a" * 400) == 100
+
+
+def test_outline_lists_headings_outside_code_capped() -> None:
+    heads = outline(DOC)
+    assert heads == ["# Server guide", "## Install", "## Cancellation", "### Timeouts"]
+    many = "\n\n".join(f"## Part {i}\n\ntext" for i in range(100))
+    capped = outline(many)
+    assert len(capped) == OUTLINE_MAX
+    assert capped[-1] == f"… {100 - OUTLINE_MAX + 1} more headings"
+    assert outline("```\n# not a heading\n```\n") == []
+
+
+def test_shares_favour_the_best_page() -> None:
+    fractions = shares(5, 10_000)
+    left = 10_000.0
+    spent = []
+    for fraction in fractions:
+        spent.append(left * fraction)
+        left -= spent[-1]
+    assert spent == sorted(spent, reverse=True)
+    assert abs(sum(spent) - 10_000) < 1e-6
+
+
+def test_a_passage_cut_short_is_never_joined_to_the_next_as_if_whole() -> None:
+    """Every piece between markers is the Page's own text (a cut passage ends the piece)."""
+    big = ("ラーメン の 作り方。" * 4000)[:40_000]
+    got = focus(big, terms("ラーメン"), 70_000, 15_000)
+    pieces = [piece.strip().removesuffix(" …") for piece in got.body.split(ELISION)]
+    assert all(piece in big for piece in pieces)
+    assert len(got.body) <= 15_000
