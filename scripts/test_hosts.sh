@@ -7,9 +7,11 @@
 # node-<os>-<arch>@22 when the Node on PATH is older than the hosts' `engines` ask for, then
 # runs tests/hosts: per host and scope, install, clear the host's gate, the host's own
 # `mcp list`, and a headless run against a scripted fake model on 127.0.0.1 that makes the
-# host call lwc_explore. Scratch HOME directories only; no network but npm and 127.0.0.1.
+# host call lwc_explore — with a one-sentence Page, and with the long Pages of tests/hosts/wiki/
+# (does each host hand its model the answer whole?). Scratch HOME directories only; no network
+# but npm and 127.0.0.1.
 #
-# Usage: scripts/test_hosts.sh [PYTEST ARGS...]   (e.g. -k gemini)
+# Usage: scripts/test_hosts.sh [PYTEST ARGS...]   (e.g. -k gemini; -k long for the long Pages)
 #   PYTHON            the interpreter with lwc installed (default: .venv/bin/python)
 #   LWC_HOSTS_CACHE   where the host CLIs go (default: ${XDG_CACHE_HOME:-~/.cache}/lwc_trio/hosts)
 set -euo pipefail

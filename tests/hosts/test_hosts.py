@@ -9,6 +9,10 @@ own listing, and finally runs the host headless against `fake_model.py` — a sc
 for the model API on 127.0.0.1, reached through the host's documented base-URL setting — which
 answers with a call to `lwc_explore`. The test then checks that the Wiki word came back to the
 "model" inside the tool result the host sent. No network but 127.0.0.1.
+
+The long-answer tests (at the end) put the Pages of `wiki/` into the Wiki and check that each
+host hands its model lwc's answer whole: none of the host's spill or cut notices, JSON equal to
+lwc's own answer to the same call, and the passage asked about inside it.
 """
 
 from __future__ import annotations
