@@ -63,6 +63,14 @@ fi
 }
 
 export LWC_TEST_HOSTS_BIN="$CACHE/node_modules/.bin"
+# The CodeGraph runtime scripts/test.sh installs (and exports) for the code-plane tests, when
+# this script is run on its own after it.
+if [[ -z "${LWC_TEST_CODEGRAPH_BINARY:-}" ]]; then
+  cg_os=$(uname -s | tr '[:upper:]' '[:lower:]')
+  case "$(uname -m)" in x86_64|amd64) cg_arch=x64 ;; aarch64|arm64) cg_arch=arm64 ;; *) cg_arch=$(uname -m) ;; esac
+  cg="$ROOT/.cache/codegraph/node_modules/@colbymchenry/codegraph-$cg_os-$cg_arch/bin/codegraph"
+  [[ -x "$cg" ]] && export LWC_TEST_CODEGRAPH_BINARY="$cg"
+fi
 LWC_TEST_NODE_BIN=$(dirname "$node")
 export LWC_TEST_NODE_BIN
 cd "$ROOT"

@@ -34,6 +34,8 @@ import trio
 from mcp import Client, StdioServerParameters
 
 HOSTS_BIN = os.environ.get("LWC_TEST_HOSTS_BIN", "")
+CODEGRAPH_BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")  # set by scripts/test.sh
+REPO = Path(__file__).resolve().parents[2]
 NODE_BIN = os.environ.get("LWC_TEST_NODE_BIN", "")
 VENV_LWC = Path(sys.executable).parent / "lwc"
 FAKE_MODEL = Path(__file__).with_name("fake_model.py")
@@ -629,3 +631,39 @@ def test_claude_code_gets_a_large_answer_inline(box: Box) -> None:
     [received] = box.last_tool_results()
     problems = _problems(received, answered, None, ENVELOPES["claude"])
     assert not problems, problems
+
+
+@pytest.mark.skipif(
+    not Path(CODEGRAPH_BINARY).is_file(), reason="needs LWC_TEST_CODEGRAPH_BINARY (CodeGraph 1.6.1)"
+)
+def test_codex_gets_a_code_and_memory_answer_whole(box: Box) -> None:
+    """Issue 22 #1 and #6: a mode `all` answer (Page passages and CodeGraph's text in one
+    default budget) reaches Codex's model whole. Codex's limit (about 12,000 bytes for a model
+    it does not know) is the smallest of the three hosts', in bytes, so an answer that passes
+    here is under Claude Code's 50,000 and Gemini CLI's 40,000 characters too."""
+    # The runtime where `lwc cg install` puts it (HOME/.lwc/runtime/codegraph/1.6.1), and an
+    # index of real code: this checkout's memory plane, copied into the project.
+    modules = Path(CODEGRAPH_BINARY).resolve().parents[3]
+    runtime = box.home / ".lwc" / "runtime" / "codegraph" / "1.6.1"
+    runtime.mkdir(parents=True)
+    (runtime / "node_modules").symlink_to(modules, target_is_directory=True)
+    source = box.project / "src"
+    source.mkdir()
+    for module in sorted((REPO / "lwc_trio" / "memory").glob("*.py")):
+        (source / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
+    box.lwc("--scope", "project", "cg", "init")
+    box.add_long_pages()
+    ask = {
+        "query": "how are consumer group offsets committed, and how is search ranked",
+        "projectPath": str(box.project),
+        "mode": "all",
+    }
+    _, [answered] = box.lwc_directly([ask])
+    assert json.loads(answered)["codeGraph"]["state"] == "ready", answered[-600:]
+    box.script([ask])
+    _install(box, "codex", "user")
+    _codex_session(box)
+    [received] = box.last_tool_results()
+    size = f"lwc answered {len(answered):,} characters, {len(answered.encode()):,} bytes"
+    problems = _problems(received, answered, None, ENVELOPES["codex"])
+    assert not problems, (size, problems)
