@@ -18,6 +18,7 @@ lwc's own answer to the same call, and the passage asked about inside it.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import signal
@@ -470,23 +471,29 @@ LWC_PAGE_CAP = 15_000  # SPEC §2: a Page's body is at most its first 15,000 cha
 
 # What each host puts in front of its model instead of (or around a cut of) a long tool
 # result, as their pinned releases write it (the strings are in their bundles).
-CUT_MARKERS = (
+CUT_MARKERS = {
     # Claude Code 2.1.197: a result over its limit goes to a file, the model gets a notice
     # with a 2 KB preview; over MAX_MCP_OUTPUT_TOKENS the text is cut with a notice.
-    "<persisted-output>",
-    "Output too large",
-    "Full output saved to",
-    "[OUTPUT TRUNCATED",
-    # Codex CLI 0.171: the middle of a result over tool_output_token_limit is replaced.
-    " tokens truncated…",
-    " chars truncated…",
-    "Warning: truncated output (original token count",
+    "claude": (
+        "<persisted-output>",
+        "Output too large (",
+        "Full output saved to: ",
+        "[OUTPUT TRUNCATED - exceeded ",
+    ),
+    # Codex CLI 0.171: the middle of a result over its truncation policy is replaced.
+    "codex": (
+        " tokens truncated\N{HORIZONTAL ELLIPSIS}",
+        " chars truncated\N{HORIZONTAL ELLIPSIS}",
+        "Warning: truncated output (original token count: ",
+    ),
     # Gemini CLI 0.61: a text over truncateToolOutputThreshold keeps its first 20 % and its
     # last 80 %, the whole goes to a file.
-    "Showing first",
-    "characters omitted] ...",
-    "For full output see:",
-)
+    "gemini": (
+        "Output too large. Showing first ",
+        " characters omitted] ...",
+        "For full output see: ",
+    ),
+}
 
 # How each host wraps a tool result it passes on whole (its own header, not a cut).
 ENVELOPES = {
@@ -524,7 +531,7 @@ def _problems(
     """What keeps `received` (what a host handed its model) from being lwc's `answered` text
     whole: a host notice or cut, a wrapper other than the host's own, JSON that does not parse
     or is not lwc's answer, or the passage missing. Empty when it arrived whole."""
-    found = [marker for marker in CUT_MARKERS if marker in received]
+    found = [marker for host in CUT_MARKERS.values() for marker in host if marker in received]
     if found:
         return [f"cut or spilled {found}: {received[:400]!r} ... {received[-200:]!r}"]
     wrapped = envelope.fullmatch(received)
@@ -589,6 +596,29 @@ def test_the_long_wiki_is_long() -> None:
         found = re.search(r"\s+".join(map(re.escape, passage.split())), pages[page])
         assert found is not None, page
         assert found.start() > LWC_PAGE_CAP, (page, found.start())
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini"])
+def test_the_cut_markers_are_the_hosts_own(host: str) -> None:
+    """Each notice the long-answer tests look for is in the pinned host's own program, so a
+    new release that words it differently fails here instead of passing those tests unseen."""
+    package = {
+        "claude": "@anthropic-ai/claude-code",
+        "codex": "@openai",  # the launcher and its native codex-<platform> package
+        "gemini": "@google/gemini-cli",
+    }[host]
+    wanted = {marker.encode() for marker in CUT_MARKERS[host]}
+    for path in sorted((Path(HOSTS_BIN).parent / package).rglob("*")):
+        if not wanted:
+            break
+        if not path.is_file() or path.is_symlink() or path.stat().st_size == 0:
+            continue
+        with (
+            path.open("rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            wanted = {marker for marker in wanted if data.find(marker) < 0}
+    assert not wanted, f"not in {package}: {wanted}"
 
 
 @pytest.mark.parametrize("host", ["claude", "codex", "gemini"])
