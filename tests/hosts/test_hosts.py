@@ -34,6 +34,8 @@ import pytest
 import trio
 from mcp import Client, StdioServerParameters
 
+from lwc_trio.codegraph.runtime import runtime_dir
+
 HOSTS_BIN = os.environ.get("LWC_TEST_HOSTS_BIN", "")
 CODEGRAPH_BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")  # set by scripts/test.sh
 REPO = Path(__file__).resolve().parents[2]
@@ -450,7 +452,7 @@ def test_gemini_cli(box: Box, scope: str) -> None:
 
 # ---------------------------------------------------------------------------- long answers
 #
-# A Wiki that looks like a real one (wiki/: Pages of 15,000-19,000 characters with headings,
+# A Wiki that looks like a real one (wiki/: Pages of 12,000-19,000 characters with headings,
 # tables and fenced code, one in Chinese, and a short one), and questions whose passage sits
 # beyond a Page's first 15,000 characters. Each host makes the calls in one session; the test
 # then compares what the host handed its model with what lwc answered the same call.
@@ -671,10 +673,10 @@ def test_codex_gets_a_code_and_memory_answer_whole(box: Box) -> None:
     default budget) reaches Codex's model whole. Codex's limit (about 12,000 bytes for a model
     it does not know) is the smallest of the three hosts', in bytes, so an answer that passes
     here is under Claude Code's 50,000 and Gemini CLI's 40,000 characters too."""
-    # The runtime where `lwc cg install` puts it (HOME/.lwc/runtime/codegraph/1.6.1), and an
-    # index of real code: this checkout's memory plane, copied into the project.
-    modules = Path(CODEGRAPH_BINARY).resolve().parents[3]
-    runtime = box.home / ".lwc" / "runtime" / "codegraph" / "1.6.1"
+    # The runtime where `lwc cg install` puts it, and an index of real code: this checkout's
+    # memory plane, copied into the project.
+    modules = Path(CODEGRAPH_BINARY).resolve().parents[3]  # .../node_modules/@scope/pkg/bin/x
+    runtime = runtime_dir(box.home)
     runtime.mkdir(parents=True)
     (runtime / "node_modules").symlink_to(modules, target_is_directory=True)
     source = box.project / "src"
