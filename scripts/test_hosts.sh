@@ -7,9 +7,11 @@
 # node-<os>-<arch>@22 when the Node on PATH is older than the hosts' `engines` ask for, then
 # runs tests/hosts: per host and scope, install, clear the host's gate, the host's own
 # `mcp list`, and a headless run against a scripted fake model on 127.0.0.1 that makes the
-# host call lwc_explore. Scratch HOME directories only; no network but npm and 127.0.0.1.
+# host call lwc_explore — with a one-sentence Page, and with the long Pages of tests/hosts/wiki/
+# (does each host hand its model the answer whole?). Scratch HOME directories only; no network
+# but npm and 127.0.0.1.
 #
-# Usage: scripts/test_hosts.sh [PYTEST ARGS...]   (e.g. -k gemini)
+# Usage: scripts/test_hosts.sh [PYTEST ARGS...]   (e.g. -k gemini; -k long for the long Pages)
 #   PYTHON            the interpreter with lwc installed (default: .venv/bin/python)
 #   LWC_HOSTS_CACHE   where the host CLIs go (default: ${XDG_CACHE_HOME:-~/.cache}/lwc_trio/hosts)
 set -euo pipefail
@@ -61,6 +63,14 @@ fi
 }
 
 export LWC_TEST_HOSTS_BIN="$CACHE/node_modules/.bin"
+# The CodeGraph runtime scripts/test.sh installs (and exports) for the code-plane tests, when
+# this script is run on its own after it.
+if [[ -z "${LWC_TEST_CODEGRAPH_BINARY:-}" ]]; then
+  cg_os=$(uname -s | tr '[:upper:]' '[:lower:]')
+  case "$(uname -m)" in x86_64|amd64) cg_arch=x64 ;; aarch64|arm64) cg_arch=arm64 ;; *) cg_arch=$(uname -m) ;; esac
+  cg="$ROOT/.cache/codegraph/node_modules/@colbymchenry/codegraph-$cg_os-$cg_arch/bin/codegraph"
+  [[ -x "$cg" ]] && export LWC_TEST_CODEGRAPH_BINARY="$cg"
+fi
 LWC_TEST_NODE_BIN=$(dirname "$node")
 export LWC_TEST_NODE_BIN
 cd "$ROOT"

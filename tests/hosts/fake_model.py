@@ -6,11 +6,20 @@ HTTP server on 127.0.0.1 through its documented base-URL setting. The server spe
 of each wire format for one scripted turn:
 
 1. the first request of a conversation gets a tool call to the host's `lwc_explore` tool (found
-   by name in the request's tool list) with the arguments in `$FAKE_MODEL_ARGS_FILE` or `$FAKE_MODEL_ARGS` (JSON);
-2. a request that carries that tool's result gets a short final text answer.
+   by name in the request's tool list) with the arguments in `$FAKE_MODEL_ARGS_FILE` or
+   `$FAKE_MODEL_ARGS` (JSON: one object, or a list of objects for one call after another);
+2. a request that carries as many tool results as there are calls in the script gets a short
+   final text answer.
 
 Every request is appended to `$FAKE_MODEL_LOG` (JSON lines: path, tool names offered, tool
-results received), so a test can check what the host really sent back — the text lwc returned.
+results received), so a test can check what the host really sent back: each tool result is the
+text the host put in front of its model, taken from the wire format's own result field (an
+Anthropic `tool_result`'s content, a Responses `function_call_output`'s output, a Gemini
+`functionResponse`'s response), with nothing added by this server.
+
+Token counting (Anthropic `count_tokens`, Gemini `countTokens`) answers an estimate — a quarter
+of the ASCII characters plus one per other character — rather than a constant, so that a host's
+own token limit (Claude Code asks before it cuts a large MCP result) sees a plausible size.
 
     python fake_model.py PORT_FILE      (binds 127.0.0.1:0 and writes the port to PORT_FILE)
 
@@ -43,26 +52,43 @@ def _log(record: dict[str, Any]) -> None:
         handle.write(json.dumps(record) + "\n")
 
 
-def _arguments() -> dict[str, Any]:
-    """The tool call's arguments: `$FAKE_MODEL_ARGS_FILE` (read per request, so a test can
-    change them between runs), else `$FAKE_MODEL_ARGS`."""
+def _script() -> list[dict[str, Any]]:
+    """The scripted calls' arguments: `$FAKE_MODEL_ARGS_FILE` (read per request, so a test can
+    change them between runs), else `$FAKE_MODEL_ARGS`; one object is a script of one call."""
     path = os.environ.get("FAKE_MODEL_ARGS_FILE")
     if path and os.path.exists(path):
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     else:
         text = os.environ.get("FAKE_MODEL_ARGS", "{}")
-    value: dict[str, Any] = json.loads(text)
+    value = json.loads(text)
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _arguments(done: int) -> dict[str, Any]:
+    """The arguments of the next call, after `done` calls have been answered."""
+    value: dict[str, Any] = _script()[done]
     return value
 
 
+def _estimate_tokens(value: Any) -> int:
+    """About what a tokenizer says: ASCII text is ~4 characters a token, CJK ~1."""
+    text = json.dumps(value, ensure_ascii=False)
+    ascii_chars = sum(1 for char in text if char.isascii())
+    return max(1, ascii_chars // 4 + (len(text) - ascii_chars))
+
+
 def _text_of(value: Any) -> str:
-    """All strings inside a tool result, whatever shape the host gave it."""
+    """The text of a tool result: a string as it is, a list of content blocks as their texts
+    one after another (a block's `text`, else all its strings), any other shape as all the
+    strings inside it; several texts are joined by newlines."""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
         return "\n".join(_text_of(item) for item in value)
     if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return str(value["text"])
         return "\n".join(_text_of(item) for item in value.values())
     return ""
 
@@ -89,7 +115,7 @@ def _anthropic_view(body: dict[str, Any]) -> tuple[list[str], list[str]]:
     return tools, results
 
 
-def _anthropic_events(tool: str | None) -> list[tuple[str, dict[str, Any]]]:
+def _anthropic_events(tool: str | None, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     message_id = "msg_fake_" + uuid.uuid4().hex[:12]
     usage = {"input_tokens": 10, "output_tokens": 5}
     start = {
@@ -113,7 +139,7 @@ def _anthropic_events(tool: str | None) -> list[tuple[str, dict[str, Any]]]:
             "name": tool,
             "input": {},
         }
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(_arguments())}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(args)}
         stop = "tool_use"
     else:
         block = {"type": "text", "text": ""}
@@ -139,10 +165,10 @@ def _anthropic_events(tool: str | None) -> list[tuple[str, dict[str, Any]]]:
     return events
 
 
-def _anthropic_message(tool: str | None) -> dict[str, Any]:
+def _anthropic_message(tool: str | None, args: dict[str, Any]) -> dict[str, Any]:
     content: list[dict[str, Any]]
     if tool is not None:
-        content = [{"type": "tool_use", "id": "toolu_fake_1", "name": tool, "input": _arguments()}]
+        content = [{"type": "tool_use", "id": "toolu_fake_1", "name": tool, "input": args}]
     else:
         content = [{"type": "text", "text": FINAL_TEXT}]
     return {
@@ -184,7 +210,7 @@ def _responses_view(body: dict[str, Any]) -> tuple[list[str], list[str]]:
     return tools, results
 
 
-def _responses_events(tool: str | None) -> list[tuple[str, dict[str, Any]]]:
+def _responses_events(tool: str | None, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     response_id = "resp_fake_" + uuid.uuid4().hex[:12]
     item: dict[str, Any]
     if tool is not None:
@@ -194,7 +220,7 @@ def _responses_events(tool: str | None) -> list[tuple[str, dict[str, Any]]]:
             "id": "fc_fake_" + uuid.uuid4().hex[:8],
             "call_id": "call_fake_" + uuid.uuid4().hex[:8],
             "name": name,
-            "arguments": json.dumps(_arguments()),
+            "arguments": json.dumps(args),
             "status": "completed",
         }
         if namespace:
@@ -254,11 +280,9 @@ def _gemini_view(body: dict[str, Any]) -> tuple[list[str], list[str]]:
     return tools, results
 
 
-def _gemini_chunk(tool: str | None) -> dict[str, Any]:
+def _gemini_chunk(tool: str | None, args: dict[str, Any]) -> dict[str, Any]:
     part = (
-        {"functionCall": {"name": tool, "args": _arguments()}}
-        if tool is not None
-        else {"text": FINAL_TEXT}
+        {"functionCall": {"name": tool, "args": args}} if tool is not None else {"text": FINAL_TEXT}
     )
     return {
         "candidates": [
@@ -327,8 +351,9 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
-            _log({"method": "POST", "path": self.path})
-            self._json(200, {"input_tokens": 10})
+            tokens = _estimate_tokens(body.get("messages"))
+            _log({"method": "POST", "path": self.path, "tokens": tokens})
+            self._json(200, {"input_tokens": tokens})
             return
         if path.endswith("/messages"):
             tools, results = _anthropic_view(body)
@@ -337,8 +362,9 @@ class Handler(BaseHTTPRequestHandler):
         elif ":streamGenerateContent" in path or ":generateContent" in path:
             tools, results = _gemini_view(body)
         elif ":countTokens" in path:
-            _log({"method": "POST", "path": self.path})
-            self._json(200, {"totalTokens": 10})
+            tokens = _estimate_tokens(body.get("contents"))
+            _log({"method": "POST", "path": self.path, "tokens": tokens})
+            self._json(200, {"totalTokens": tokens})
             return
         else:
             _log({"method": "POST", "path": self.path, "unhandled": True})
@@ -347,7 +373,9 @@ class Handler(BaseHTTPRequestHandler):
         if os.environ.get("FAKE_MODEL_DUMP"):
             with _LOCK, open(os.environ["FAKE_MODEL_DUMP"], "a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"path": self.path, "body": body}) + "\n")
-        tool = _pick(tools) if not results else None
+        done = len(results)
+        tool = _pick(tools) if done < len(_script()) else None
+        args = _arguments(done) if tool is not None else {}
         _log(
             {
                 "method": "POST",
@@ -360,15 +388,15 @@ class Handler(BaseHTTPRequestHandler):
         )
         if path.endswith("/messages"):
             if body.get("stream"):
-                self._sse(list(_anthropic_events(tool)))
+                self._sse(list(_anthropic_events(tool, args)))
             else:
-                self._json(200, _anthropic_message(tool))
+                self._json(200, _anthropic_message(tool, args))
         elif path.endswith("/responses"):
-            self._sse(list(_responses_events(tool)))
+            self._sse(list(_responses_events(tool, args)))
         elif ":streamGenerateContent" in path:
-            self._sse([(None, _gemini_chunk(tool))])
+            self._sse([(None, _gemini_chunk(tool, args))])
         else:
-            self._json(200, _gemini_chunk(tool))
+            self._json(200, _gemini_chunk(tool, args))
 
 
 def main() -> None:

@@ -9,12 +9,18 @@ own listing, and finally runs the host headless against `fake_model.py` — a sc
 for the model API on 127.0.0.1, reached through the host's documented base-URL setting — which
 answers with a call to `lwc_explore`. The test then checks that the Wiki word came back to the
 "model" inside the tool result the host sent. No network but 127.0.0.1.
+
+The long-answer tests (at the end) put the Pages of `wiki/` into the Wiki and check that each
+host hands its model lwc's answer whole: none of the host's spill or cut notices, JSON equal to
+lwc's own answer to the same call, and the passage asked about inside it.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,12 +29,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp.types
 import pytest
+import trio
+from mcp import Client, StdioServerParameters
+
+from lwc_trio.codegraph.runtime import runtime_dir
 
 HOSTS_BIN = os.environ.get("LWC_TEST_HOSTS_BIN", "")
+CODEGRAPH_BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")  # set by scripts/test.sh
+REPO = Path(__file__).resolve().parents[2]
 NODE_BIN = os.environ.get("LWC_TEST_NODE_BIN", "")
 VENV_LWC = Path(sys.executable).parent / "lwc"
 FAKE_MODEL = Path(__file__).with_name("fake_model.py")
+WIKI = Path(__file__).with_name("wiki")
 WORD = "quixotrelle"  # appears only in the test Wiki
 BODY_WORD = "capybara"  # in the Page body, so it must travel in the tool result
 
@@ -160,6 +174,48 @@ class Box:
             for line in self.model_log.read_text().splitlines():
                 out += json.loads(line).get("toolResults", [])
         return out
+
+    def last_tool_results(self) -> list[str]:
+        """The tool results in the host's last request to the fake model: the whole session's,
+        in call order, as the host's model would see them."""
+        results: list[str] = []
+        if self.model_log.exists():
+            for line in self.model_log.read_text().splitlines():
+                results = json.loads(line).get("toolResults") or results
+        return results
+
+    def script(self, calls: list[dict[str, Any]]) -> None:
+        """The fake model makes these `lwc_explore` calls, one after another."""
+        self.args_file.write_text(json.dumps(calls))
+
+    def add_long_pages(self) -> None:
+        """The Pages of `wiki/` (long Markdown with headings and code, one in Chinese), put
+        into this project's Wiki with the real `lwc page import`."""
+        result = self.lwc("page", "import", str(WIKI))
+        assert result["created"] == len(list(WIKI.glob("*.md"))), result
+
+    def lwc_directly(self, calls: list[dict[str, Any]]) -> tuple[mcp.types.Tool, list[str]]:
+        """What the same `lwc serve --mcp` the hosts start (the virtualenv's, in the project,
+        with this HOME) lists and answers to `calls`, asked by the `mcp` SDK's client."""
+
+        async def ask() -> tuple[mcp.types.Tool, list[str]]:
+            server = StdioServerParameters(
+                command=str(VENV_LWC),
+                args=["serve", "--mcp"],
+                env=self.env,
+                cwd=str(self.project),
+            )
+            async with Client(server) as client:
+                [tool] = (await client.list_tools()).tools
+                texts = []
+                for arguments in calls:
+                    result = await client.call_tool(tool.name, arguments)
+                    [block] = result.content
+                    assert isinstance(block, mcp.types.TextContent), block
+                    texts.append(block.text)
+            return tool, texts
+
+        return trio.run(ask)
 
     def assert_tool_result_reached_model(self) -> None:
         results = self.tool_results()
@@ -294,6 +350,11 @@ def test_claude_code_local_scope_entry_is_seen(box: Box) -> None:
 
 
 def _codex_run(box: Box) -> None:
+    _codex_session(box)
+    box.assert_tool_result_reached_model()
+
+
+def _codex_session(box: Box) -> None:
     provider = (
         '{name="fake model (test)",base_url="' + box.base_url + '/v1",'
         'wire_api="responses",env_key="FAKE_MODEL_KEY"}'
@@ -315,7 +376,6 @@ def _codex_run(box: Box) -> None:
         f"Use lwc to look up {WORD}.",
         FAKE_MODEL_KEY="fake",
     )
-    box.assert_tool_result_reached_model()
 
 
 def test_codex_user_scope(box: Box) -> None:
@@ -353,6 +413,11 @@ def _gemini_trust(box: Box) -> None:
 
 
 def _gemini_run(box: Box) -> None:
+    _gemini_session(box)
+    box.assert_tool_result_reached_model()
+
+
+def _gemini_session(box: Box) -> None:
     # An API-key user has picked "Use Gemini API key" once; the key and base URL are env.
     settings = box.home / ".gemini" / "settings.json"
     value = json.loads(settings.read_text()) if settings.exists() else {}
@@ -370,7 +435,6 @@ def _gemini_run(box: Box) -> None:
         GOOGLE_GEMINI_BASE_URL=box.base_url,
         GEMINI_API_KEY="fake-model-test",
     )
-    box.assert_tool_result_reached_model()
 
 
 @pytest.mark.parametrize("scope", ["project", "user"])
@@ -384,3 +448,254 @@ def test_gemini_cli(box: Box, scope: str) -> None:
     assert box.gates("gemini", scope) == []
     _listed(box, "gemini", "Connected")
     _gemini_run(box)
+
+
+# ---------------------------------------------------------------------------- long answers
+#
+# A Wiki that looks like a real one (wiki/: Pages of 12,000-19,000 characters with headings,
+# tables and fenced code, one in Chinese, and a short one), and questions whose passage sits
+# beyond a Page's first 15,000 characters. Each host makes the calls in one session; the test
+# then compares what the host handed its model with what lwc answered the same call.
+
+DEEP_QUESTION = "how do I replay messages from the dead-letter queue"
+DEEP_PAGE = "tidewater-runbook.md"
+DEEP_PASSAGE = (
+    "Replaying sends dead-lettered messages back to their source topic so the fixed consumer "
+    "processes them again. Use `tidectl dlq replay`, never a hand-written consume-and-produce loop"
+)
+CJK_QUESTION = "如何重置消费者组的位移"
+CJK_PAGE = "tidewater-zh.md"
+CJK_PASSAGE = (
+    "重置位移之前必须先停止该消费者组的所有成员。组内只要还有一个活跃成员，Broker 就会拒绝"
+    "重置请求，并返回 `group_not_empty` 错误"
+)
+LWC_PAGE_CAP = 15_000  # SPEC §2: a Page's body is at most its first 15,000 characters
+
+# What each host puts in front of its model instead of (or around a cut of) a long tool
+# result, as their pinned releases write it (the strings are in their bundles).
+CUT_MARKERS = {
+    # Claude Code 2.1.197: a result over its limit goes to a file, the model gets a notice
+    # with a 2 KB preview; over MAX_MCP_OUTPUT_TOKENS the text is cut with a notice.
+    "claude": (
+        "<persisted-output>",
+        "Output too large (",
+        "Full output saved to: ",
+        "[OUTPUT TRUNCATED - exceeded ",
+    ),
+    # Codex CLI 0.171: the middle of a result over its truncation policy is replaced.
+    "codex": (
+        " tokens truncated\N{HORIZONTAL ELLIPSIS}",
+        " chars truncated\N{HORIZONTAL ELLIPSIS}",
+        "Warning: truncated output (original token count: ",
+    ),
+    # Gemini CLI 0.61: a text over truncateToolOutputThreshold keeps its first 20 % and its
+    # last 80 %, the whole goes to a file.
+    "gemini": (
+        "Output too large. Showing first ",
+        " characters omitted] ...",
+        "For full output see: ",
+    ),
+}
+
+# How each host wraps a tool result it passes on whole (its own header, not a cut).
+ENVELOPES = {
+    "claude": re.compile(r"(?P<answer>.*)", re.DOTALL),
+    "codex": re.compile(r"Wall time: [0-9.]+ seconds\nOutput:\n(?P<answer>.*)", re.DOTALL),
+    "gemini": re.compile(r"<untrusted_context>\n(?P<answer>.*)\n</untrusted_context>", re.DOTALL),
+}
+
+CLAUDE_DEFAULT_RESULT_CHARS = 50_000  # an MCP tool's result above this is saved to a file
+CLAUDE_RESULT_CHARS_CEILING = 500_000  # what _meta["anthropic/maxResultSizeChars"] can raise it to
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def _without_timings(answer: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in answer.items() if key != "timings"}
+
+
+def _problems(
+    received: str, answered: str, passage: str | None, envelope: re.Pattern[str]
+) -> list[str]:
+    """What keeps `received` (what a host handed its model) from being lwc's `answered` text
+    whole: a host notice or cut, a wrapper other than the host's own, JSON that does not parse
+    or is not lwc's answer, or the passage missing. Empty when it arrived whole."""
+    found = [marker for host in CUT_MARKERS.values() for marker in host if marker in received]
+    if found:
+        return [f"cut or spilled {found}: {received[:400]!r} ... {received[-200:]!r}"]
+    wrapped = envelope.fullmatch(received)
+    if wrapped is None:
+        return [f"wrapped unexpectedly: {received[:300]!r}"]
+    try:
+        answer = json.loads(wrapped["answer"])
+    except ValueError as error:
+        return [f"broken JSON: {error}"]
+    problems = []
+    if _without_timings(answer) != _without_timings(json.loads(answered)):
+        problems.append("not the answer lwc gives to the same call")
+    wanted = _squeeze(passage or "")
+    if passage is not None and not any(wanted in _squeeze(text) for text in _strings(answer)):
+        problems.append(f"the passage {passage[:40]!r}... is not in the answer")
+    return problems
+
+
+def _long_session(box: Box, host: str, asks: list[tuple[dict[str, Any], str]]) -> None:
+    """Install lwc for `host` at user scope, clear its gate, run one headless session making
+    the calls of `asks` (arguments, passage), then check each result against lwc's own answer
+    to the same call."""
+    calls = [arguments for arguments, _ in asks]
+    box.add_long_pages()
+    box.script(calls)
+    if host == "claude":
+        _install(box, "claude-code", "user")
+        _claude_run(box)
+    elif host == "codex":
+        _install(box, "codex", "user")
+        _codex_session(box)
+    else:
+        _install(box, "gemini", "user")
+        _gemini_trust(box)
+        _gemini_session(box)
+    received = box.last_tool_results()
+    assert len(received) == len(calls), (
+        f"{host} sent {len(received)} of {len(calls)} results; requests: "
+        + box.model_log.read_text()[:2000]
+    )
+    _, answered = box.lwc_directly(calls)
+    passages = [passage for _, passage in asks]
+    report = []
+    for arguments, text, answer, passage in zip(calls, received, answered, passages, strict=True):
+        size = f"lwc answered {len(answer):,} characters, {len(answer.encode()):,} bytes"
+        report += [
+            f"{host}, {arguments['query']!r} ({size}): {problem}"
+            for problem in _problems(text, answer, passage, ENVELOPES[host])
+        ]
+    assert not report, "\n".join(report)
+
+
+def test_the_long_wiki_is_long() -> None:
+    """The fixture keeps what the host tests rely on: long Markdown Pages with code, one in
+    Chinese, and each question's passage beyond the first 15,000 characters of its Page."""
+    pages = {path.name: path.read_text(encoding="utf-8") for path in WIKI.glob("*.md")}
+    long = [name for name, text in pages.items() if len(text) > LWC_PAGE_CAP]
+    assert len(long) >= 3, {name: len(text) for name, text in pages.items()}
+    assert all(pages[name].startswith("# ") and "```" in pages[name] for name in long)
+    assert any(len(text) < 2_000 for text in pages.values())  # and a short one
+    for page, passage in ((DEEP_PAGE, DEEP_PASSAGE), (CJK_PAGE, CJK_PASSAGE)):
+        found = re.search(r"\s+".join(map(re.escape, passage.split())), pages[page])
+        assert found is not None, page
+        assert found.start() > LWC_PAGE_CAP, (page, found.start())
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini"])
+def test_the_cut_markers_are_the_hosts_own(host: str) -> None:
+    """Each notice the long-answer tests look for is in the pinned host's own program, so a
+    new release that words it differently fails here instead of passing those tests unseen."""
+    package = {
+        "claude": "@anthropic-ai/claude-code",
+        "codex": "@openai",  # the launcher and its native codex-<platform> package
+        "gemini": "@google/gemini-cli",
+    }[host]
+    wanted = {marker.encode() for marker in CUT_MARKERS[host]}
+    for path in sorted((Path(HOSTS_BIN).parent / package).rglob("*")):
+        if not wanted:
+            break
+        if not path.is_file() or path.is_symlink() or path.stat().st_size == 0:
+            continue
+        with (
+            path.open("rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            wanted = {marker for marker in wanted if data.find(marker) < 0}
+    assert not wanted, f"not in {package}: {wanted}"
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini"])
+def test_long_pages_reach_the_model_whole(box: Box, host: str) -> None:
+    """Issue 22 #1: with the default budget, a question about a passage deep in a long Page,
+    and one in Chinese, reach each host's model whole — no spill notice, no cut, the JSON
+    parses and equals lwc's answer, and the passage is in it."""
+    project = str(box.project)
+    asks = [
+        ({"query": DEEP_QUESTION, "projectPath": project}, DEEP_PASSAGE),
+        ({"query": CJK_QUESTION, "projectPath": project}, CJK_PASSAGE),
+    ]
+    _long_session(box, host, asks)
+
+
+def test_claude_code_gets_a_large_answer_inline(box: Box) -> None:
+    """Issue 22 #3: an agent that asks for the largest answer (maxTokens at its maximum) gets
+    one over Claude Code's default 50,000-character limit, and Claude Code hands it to its
+    model inline, because lwc's tools/list entry declares it in
+    `_meta["anthropic/maxResultSizeChars"]`."""
+    box.add_long_pages()
+    tool, _ = box.lwc_directly([])
+    budget = tool.input_schema["properties"].get("maxTokens")
+    assert budget is not None, "lwc_explore has no maxTokens input"
+    ask = {
+        "query": "Tidewater broker partitions consumer group offsets",
+        "projectPath": str(box.project),
+        "maxTokens": budget["maximum"],
+    }
+    _, [answered] = box.lwc_directly([ask])
+    assert len(answered) > CLAUDE_DEFAULT_RESULT_CHARS, (
+        f"the largest answer is {len(answered):,} characters: it does not test the _meta"
+    )
+    declared = (tool.meta or {}).get("anthropic/maxResultSizeChars")
+    assert isinstance(declared, int), tool.meta
+    assert len(answered) <= min(declared, CLAUDE_RESULT_CHARS_CEILING), declared
+    box.script([ask])
+    _install(box, "claude-code", "user")
+    _claude_run(box)
+    [received] = box.last_tool_results()
+    problems = _problems(received, answered, None, ENVELOPES["claude"])
+    assert not problems, problems
+
+
+@pytest.mark.skipif(
+    not Path(CODEGRAPH_BINARY).is_file(), reason="needs LWC_TEST_CODEGRAPH_BINARY (CodeGraph 1.6.1)"
+)
+def test_codex_gets_a_code_and_memory_answer_whole(box: Box) -> None:
+    """Issue 22 #1 and #6: a mode `all` answer (Page passages and CodeGraph's text in one
+    default budget) reaches Codex's model whole. Codex's limit (about 12,000 bytes for a model
+    it does not know) is the smallest of the three hosts', in bytes, so an answer that passes
+    here is under Claude Code's 50,000 and Gemini CLI's 40,000 characters too."""
+    # The runtime where `lwc cg install` puts it, and an index of real code: this checkout's
+    # memory plane, copied into the project.
+    modules = Path(CODEGRAPH_BINARY).resolve().parents[3]  # .../node_modules/@scope/pkg/bin/x
+    runtime = runtime_dir(box.home)
+    runtime.mkdir(parents=True)
+    (runtime / "node_modules").symlink_to(modules, target_is_directory=True)
+    source = box.project / "src"
+    source.mkdir()
+    for module in sorted((REPO / "lwc_trio" / "memory").glob("*.py")):
+        (source / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
+    box.lwc("--scope", "project", "cg", "init")
+    box.add_long_pages()
+    ask = {
+        "query": "how are consumer group offsets committed, and how is search ranked",
+        "projectPath": str(box.project),
+        "mode": "all",
+    }
+    _, [answered] = box.lwc_directly([ask])
+    assert json.loads(answered)["codeGraph"]["state"] == "ready", answered[-600:]
+    box.script([ask])
+    _install(box, "codex", "user")
+    _codex_session(box)
+    [received] = box.last_tool_results()
+    size = f"lwc answered {len(answered):,} characters, {len(answered.encode()):,} bytes"
+    problems = _problems(received, answered, None, ENVELOPES["codex"])
+    assert not problems, (size, problems)
