@@ -64,8 +64,8 @@ _TECH_TEXT = (
     "directory path format encoding unicode string integer float list map set batch limit "
     "budget deadline cancel shutdown startup health check design decision tradeoff risk note"
 )
-_ONSETS = "b c d f g h j k l m n p r s t v w z b d k m p t st tr ch sh".split()
-_VOWELS = "a e i o u a e i o u ai ou".split()
+_ONSETS = (*"bcdfghjklmnprstvwzbdkmpt", "st", "tr", "ch", "sh")
+_VOWELS = (*"aeiouaeiou", "ai", "ou")
 _CODAS = ["", "", "", "", "", "n", "r", "l", "s", "t", "x"]
 _QUESTION_OPENERS = (
     "how does the", "why does", "what happens when the", "where is the", "how do we",
@@ -255,7 +255,7 @@ def cached_jsonl(root: Path, size: int, shard: int = 0) -> list[Path]:
 def _expected_df(rank: int) -> float:
     """The share of Pages expected to contain the word at `rank` (mean body length)."""
     p = 1.0 / ((rank + 1) ** ZIPF_S * _cumulative()[-1])
-    return 1.0 - (1.0 - p) ** 740
+    return float(1.0 - (1.0 - p) ** 740)
 
 
 @functools.cache
