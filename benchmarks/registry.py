@@ -60,6 +60,7 @@ SCENARIOS: Final = (
         "quality", "quality", "search quality on Cranfield vs bm25s (± stemming) and FTS5 porter"
     ),
     Scenario("vocab", "vocab", "typo correction on 1,000,000 pages under the 5 s deadline"),
+    Scenario("scale", "scale", "10k/100k-Page Wiki: import rate, size, four query kinds vs FTS5"),
 )
 
 
