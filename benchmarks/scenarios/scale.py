@@ -179,10 +179,13 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
 class Server:
     """One real `lwc serve --mcp --path WS`, one request at a time."""
 
-    def __init__(self, workspace: Path, home: Path) -> None:
+    def __init__(self, workspace: Path, home: Path, code: Path | None) -> None:
         argv = [*lwc_argv(), "serve", "--mcp", "--path", str(workspace)]
+        env = private_env(home)
+        if code is not None:  # A/B: another checkout's lwc_trio package first on the path
+            env["PYTHONPATH"] = os.pathsep.join([str(code), env["PYTHONPATH"]])
         self.workspace = workspace
-        self.client = StdioClient(argv, env=private_env(home), cwd=workspace, name="lwc")
+        self.client = StdioClient(argv, env=env, cwd=workspace, name="lwc")
         self._next = 0
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[float, Any]:
@@ -205,11 +208,13 @@ class Server:
         return took, float(result["timings"]["memoryMs"]), state
 
 
-def serve(where: Path, queries: dict[str, list[str]], first: str) -> dict[str, Any]:
+def serve(
+    where: Path, queries: dict[str, list[str]], first: str, code: Path | None
+) -> dict[str, Any]:
     home = where / "home-serve"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir()
-    server = Server(where / "ws", home)
+    server = Server(where / "ws", home, code)
     out: dict[str, Any] = {"kinds": {}}
     try:
         server.call("initialize", initialize(0, "bench_scale")["params"])
@@ -232,7 +237,9 @@ def serve(where: Path, queries: dict[str, list[str]], first: str) -> dict[str, A
     return out
 
 
-def run_size(size: int, per_kind: int, rebuild: bool) -> dict[str, Any]:
+def run_size(
+    size: int, per_kind: int, rebuild: bool, code: Path | None, fts: bool
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     shards = scale_corpus.cached_jsonl(REPO, size, SHARD)
     log(f"{size}: {len(shards)} JSONL shards ready in {time.perf_counter() - t0:.1f} s")
@@ -241,9 +248,10 @@ def run_size(size: int, per_kind: int, rebuild: bool) -> dict[str, Any]:
     where = scale_corpus.cache_dir(REPO, size) / f"lwc-format{FORMAT_VERSION}"
     lwc = build_lwc(where, shards, size, rebuild)
     log(f"{size}: lwc {lwc['pages_per_s']} pages/s, {lwc['store_mib']} MiB")
-    base = fts5(scale_corpus.cache_dir(REPO, size), shards, size, queries)
-    log(f"{size}: fts5 {base['pages_per_s']} pages/s, {base['store_mib']} MiB")
-    served = serve(where, queries, first)
+    base = fts5(scale_corpus.cache_dir(REPO, size), shards, size, queries) if fts else None
+    if base is not None:
+        log(f"{size}: fts5 {base['pages_per_s']} pages/s, {base['store_mib']} MiB")
+    served = serve(where, queries, first, code)
     log(f"{size}: served, first call {served['first']['memoryMs']} ms")
     return {
         "size": size,
@@ -251,24 +259,28 @@ def run_size(size: int, per_kind: int, rebuild: bool) -> dict[str, Any]:
         "lwc_write": lwc,
         "fts5": base,
         "serve": served,
-        "write_ratio": round(lwc["pages_per_s"] / base["pages_per_s"], 3),
-        "size_ratio": round(lwc["store_mib"] / base["store_mib"], 3),
+        "write_ratio": None if base is None else round(lwc["pages_per_s"] / base["pages_per_s"], 3),
+        "size_ratio": None if base is None else round(lwc["store_mib"] / base["store_mib"], 3),
         "checks": _checks(size, lwc, base, served),
     }
 
 
 def _checks(size: int, lwc: Any, base: Any, served: Any) -> list[dict[str, Any]]:
-    checks = [
-        {
-            "what": "write pages/s ≥ 0.5× FTS5's",
-            "value": round(lwc["pages_per_s"] / base["pages_per_s"], 3),
-            "ok": lwc["pages_per_s"] >= WRITE_RATIO_MIN * base["pages_per_s"],
-        },
-        {
-            "what": "store ≤ 1.5× FTS5's size",
-            "value": round(lwc["store_mib"] / base["store_mib"], 3),
-            "ok": lwc["store_mib"] <= SIZE_RATIO_MAX * base["store_mib"],
-        },
+    checks = []
+    if base is not None:
+        checks += [
+            {
+                "what": "write pages/s ≥ 0.5× FTS5's",
+                "value": round(lwc["pages_per_s"] / base["pages_per_s"], 3),
+                "ok": lwc["pages_per_s"] >= WRITE_RATIO_MIN * base["pages_per_s"],
+            },
+            {
+                "what": "store ≤ 1.5× FTS5's size",
+                "value": round(lwc["store_mib"] / base["store_mib"], 3),
+                "ok": lwc["store_mib"] <= SIZE_RATIO_MAX * base["store_mib"],
+            },
+        ]
+    checks += [
         {
             "what": "every answer ready",
             "value": served.get("statuses"),
@@ -300,19 +312,21 @@ def _checks(size: int, lwc: Any, base: Any, served: Any) -> list[dict[str, Any]]
 
 def report(result: dict[str, Any]) -> None:
     print(machine_line(result["machine"]))
+    print(f"lwc_trio served from: {result['code']}")
     for run in result["runs"]:
-        lwc, base, served = run["lwc_write"], run["fts5"], run["serve"]
+        lwc, served = run["lwc_write"], run["serve"]
+        base = run["fts5"] or {"pages_per_s": "-", "store_mib": "-", "kinds": {}}
         cached = " (cached store: written " + lwc["built"] + ")" if lwc.get("cached") else ""
         print(f"\n## {run['size']:,} Pages{cached}\n")
         writes = [
-            ["lwc page import", f"{lwc['pages_per_s']:,}", lwc["store_mib"], lwc["peak_rss_mib"]],
-            ["FTS5 porter", f"{base['pages_per_s']:,}", base["store_mib"], "(in process)"],
+            ["lwc page import", lwc["pages_per_s"], lwc["store_mib"], lwc["peak_rss_mib"]],
+            ["FTS5 porter", base["pages_per_s"], base["store_mib"], "(in process)"],
             ["ratio", run["write_ratio"], run["size_ratio"], ""],
         ]
         print(markdown_table(["", "pages/s", "store MiB", "writer peak RSS MiB"], writes))
         rows = []
         for kind, got in served["kinds"].items():
-            fts = base["kinds"][kind]
+            fts = base["kinds"].get(kind, {"p50": "-", "p95": "-", "p99": "-"})
             rows.append(
                 [
                     kind,
@@ -337,6 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200, help="queries of each kind")
     parser.add_argument("--quick", action="store_true", help="2,000 Pages, 30 queries a kind")
     parser.add_argument("--rebuild", action="store_true", help="write the lwc store again")
+    parser.add_argument("--no-fts5", action="store_true", help="skip the FTS5 baseline")
+    parser.add_argument(
+        "--code", type=Path, help="serve with the lwc_trio package of this checkout (A/B runs)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
@@ -348,10 +366,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not sizes or min(sizes) < 10 or per_kind < 1:
         print("scale: sizes must be ≥ 10 and --queries ≥ 1", file=sys.stderr)
         return 2
-    result: dict[str, Any] = {"machine": machine(), "runs": []}
+    result: dict[str, Any] = {"machine": machine(), "code": str(args.code or REPO), "runs": []}
     try:
         for size in sizes:
-            result["runs"].append(run_size(size, per_kind, args.rebuild))
+            result["runs"].append(
+                run_size(size, per_kind, args.rebuild, args.code, not args.no_fts5)
+            )
     except (RuntimeError, OSError, KeyError) as exc:
         print(f"scale: {exc}", file=sys.stderr)
         return 2

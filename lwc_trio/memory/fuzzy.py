@@ -17,6 +17,7 @@ so its cost is paid once however many requests need it, even when the first one 
 from __future__ import annotations
 
 import sqlite3
+from array import array
 from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
@@ -46,6 +47,9 @@ ONE_EDIT_MAX = 7
 """The longest word corrected with one edit (`max_edits`)."""
 MEMO_SIZE = 4096
 """Words whose near and similar words one `Vocabulary` remembers (then it starts over)."""
+FILTER_MIN = 4096
+"""Buckets of at least this many words are first narrowed by character-set signatures
+(`signature`, one numpy pass): every word that could be within the cutoff survives."""
 SCAN_CHUNK = 8192
 """Words one rapidfuzz call compares at most: a call holds the GIL throughout, and a length
 bucket of a million-Page store holds ~500,000 words (~0.7 s in one call); a slice of this
@@ -102,6 +106,10 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path (the title
     fill-up looks only there: other words could not fill anything)."""
+    signatures: dict[int, array[int]] = attrs.field(factory=dict)
+    """length -> `signature` of each word of `by_length[length]`, in its order."""
+    titled_signatures: dict[int, array[int]] = attrs.field(factory=dict)
+    """The same for `titled`."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
@@ -127,27 +135,47 @@ def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
     return vocabulary_of(rows, titled)
 
 
+def signature(word: str) -> int:
+    """The set of `word`'s characters as a 32-bit mask (character code mod 32 → bit).
+
+    An edit changes it by at most two bits (a substitution drops one character and adds
+    one; an insertion or deletion one; a swap none), so words within `k` OSA edits differ
+    in at most `2k` bits, and words within `k` insertions or deletions (what `fuzz.ratio`
+    counts) in at most `k`: a filter that never drops a word the cutoff would keep."""
+    mask = 0
+    for char in word:
+        mask |= 1 << (ord(char) & 31)
+    return mask
+
+
 def vocabulary_of(pairs: Iterable[tuple[object, object]], titled: Container[str]) -> Vocabulary:
     """The vocabulary of `(word, stem)` pairs (the first stem of a word wins); `titled`: the
     stems found in some title or path."""
     stems = Stems()
     buckets: dict[int, list[str]] = {}
+    signatures: dict[int, array[int]] = {}
     in_titles: dict[int, list[str]] = {}
+    title_signatures: dict[int, array[int]] = {}
     for word, term in pairs:
         if not (isinstance(word, str) and isinstance(term, str)):
             continue
         n = len(word)
         if n >= MIN_FUZZY_TERM - 1 and stems.add(word, term):
+            mask = signature(word)
             bucket = buckets.get(n)
             if bucket is None:
                 bucket = buckets[n] = []
+                signatures[n] = array("I")
             bucket.append(word)
+            signatures[n].append(mask)
             if term in titled:
                 title_bucket = in_titles.get(n)
                 if title_bucket is None:
                     title_bucket = in_titles[n] = []
+                    title_signatures[n] = array("I")
                 title_bucket.append(word)
-    return Vocabulary(stems, _frozen(buckets), _frozen(in_titles))
+                title_signatures[n].append(mask)
+    return Vocabulary(stems, _frozen(buckets), _frozen(in_titles), signatures, title_signatures)
 
 
 def _frozen(buckets: dict[int, list[str]]) -> dict[int, tuple[str, ...]]:
@@ -172,7 +200,8 @@ def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str,
         found = _one_edit(vocab, word)
     else:
         for n in range(len(word) - edits, len(word) + edits + 1):
-            for candidate, distance in _scan(word, vocab.by_length.get(n, ()), OSA.distance, edits):
+            words = _narrowed(vocab.by_length, vocab.signatures, n, word, 2 * edits)
+            for candidate, distance in _scan(word, words, OSA.distance, edits):
                 found.append((int(distance), candidate, vocab.stems[candidate]))
     found.sort()
     _remember(vocab, key, found)
@@ -209,6 +238,24 @@ def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
     return found
 
 
+def _narrowed(
+    buckets: dict[int, tuple[str, ...]],
+    signatures: dict[int, array[int]],
+    n: int,
+    word: str,
+    most: int,
+) -> Sequence[str]:
+    """The words of `buckets[n]` whose signature is within `most` bits of `word`'s (the
+    whole bucket when it is small, or `most` cannot narrow it)."""
+    words = buckets.get(n, ())
+    sigs = signatures.get(n)
+    if len(words) < FILTER_MIN or sigs is None or len(sigs) != len(words) or most >= 32:
+        return words
+    from lwc_trio.memory import vector  # numpy: imported by large stores only
+
+    return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
+
+
 def _scan(word: str, words: Sequence[str], scorer: Any, cutoff: float) -> list[tuple[str, float]]:
     """`(candidate, score)` of `words` within `cutoff` of `word` by `scorer`, in slices of
     `SCAN_CHUNK` (the callers sort what they find, so the slicing cannot show)."""
@@ -236,7 +283,10 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     low, high = (2 * len(word) + 2) // 3, (3 * len(word)) // 2
     found: list[tuple[float, str, str]] = []
     for n in range(low, high + 1):
-        for candidate, ratio in _scan(word, vocab.titled.get(n, ()), fuzz.ratio, TITLE_CUTOFF):
+        # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
+        most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
+        words = _narrowed(vocab.titled, vocab.titled_signatures, n, word, most)
+        for candidate, ratio in _scan(word, words, fuzz.ratio, TITLE_CUTOFF):
             found.append((float(ratio), candidate, vocab.stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
     _remember(vocab, key, found)
