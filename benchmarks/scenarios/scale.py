@@ -170,8 +170,8 @@ def fts5(where: Path, shards: Sequence[Path], size: int, queries: dict[str, list
 def _percentiles(values: Sequence[float]) -> dict[str, float]:
     return {
         "p50": round(median(values), 2),
-        "p95": round(percentile(values, 95), 2),
-        "p99": round(percentile(values, 99), 2),
+        "p95": round(percentile(values, 0.95), 2),
+        "p99": round(percentile(values, 0.99), 2),
         "max": round(max(values), 2),
     }
 
