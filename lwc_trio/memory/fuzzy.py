@@ -17,7 +17,6 @@ so its cost is paid once however many requests need it, even when the first one 
 from __future__ import annotations
 
 import sqlite3
-from array import array
 from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
@@ -106,9 +105,10 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path (the title
     fill-up looks only there: other words could not fill anything)."""
-    signatures: dict[int, array[int]] = attrs.field(factory=dict)
-    """length -> `signature` of each word of `by_length[length]`, in its order."""
-    titled_signatures: dict[int, array[int]] = attrs.field(factory=dict)
+    signatures: dict[int, Any] = attrs.field(factory=dict)
+    """length -> `signature` of each word of `by_length[length]`, in its order (a numpy
+    array, computed by the first scan of a large bucket: `_narrowed`)."""
+    titled_signatures: dict[int, Any] = attrs.field(factory=dict)
     """The same for `titled`."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
@@ -153,29 +153,22 @@ def vocabulary_of(pairs: Iterable[tuple[object, object]], titled: Container[str]
     stems found in some title or path."""
     stems = Stems()
     buckets: dict[int, list[str]] = {}
-    signatures: dict[int, array[int]] = {}
     in_titles: dict[int, list[str]] = {}
-    title_signatures: dict[int, array[int]] = {}
     for word, term in pairs:
         if not (isinstance(word, str) and isinstance(term, str)):
             continue
         n = len(word)
         if n >= MIN_FUZZY_TERM - 1 and stems.add(word, term):
-            mask = signature(word)
             bucket = buckets.get(n)
             if bucket is None:
                 bucket = buckets[n] = []
-                signatures[n] = array("I")
             bucket.append(word)
-            signatures[n].append(mask)
             if term in titled:
                 title_bucket = in_titles.get(n)
                 if title_bucket is None:
                     title_bucket = in_titles[n] = []
-                    title_signatures[n] = array("I")
                 title_bucket.append(word)
-                title_signatures[n].append(mask)
-    return Vocabulary(stems, _frozen(buckets), _frozen(in_titles), signatures, title_signatures)
+    return Vocabulary(stems, _frozen(buckets), _frozen(in_titles))
 
 
 def _frozen(buckets: dict[int, list[str]]) -> dict[int, tuple[str, ...]]:
@@ -240,19 +233,23 @@ def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
 
 def _narrowed(
     buckets: dict[int, tuple[str, ...]],
-    signatures: dict[int, array[int]],
+    signatures: dict[int, Any],
     n: int,
     word: str,
     most: int,
 ) -> Sequence[str]:
     """The words of `buckets[n]` whose signature is within `most` bits of `word`'s (the
-    whole bucket when it is small, or `most` cannot narrow it)."""
+    whole bucket when it is small, or `most` cannot narrow it). The bucket's signatures are
+    computed on first need, by numpy in slices, and kept (threads may compute them twice:
+    the same value)."""
     words = buckets.get(n, ())
-    sigs = signatures.get(n)
-    if len(words) < FILTER_MIN or sigs is None or len(sigs) != len(words) or most >= 32:
+    if len(words) < FILTER_MIN or most >= 32:
         return words
     from lwc_trio.memory import vector  # numpy: imported by large stores only
 
+    sigs = signatures.get(n)
+    if sigs is None:
+        sigs = signatures[n] = vector.signatures(words, n, SCAN_CHUNK * 8)
     return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
 
 

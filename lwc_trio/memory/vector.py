@@ -27,6 +27,7 @@ __all__ = [
     "denominators",
     "near_signatures",
     "score",
+    "signatures",
     "valid_postings",
 ]
 
@@ -37,11 +38,23 @@ DENSE_SLACK = 1 << 16
 Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
 
 
-def near_signatures(signatures: array[int], signature: int, most: int) -> list[int]:
-    """The positions of `signatures` (32-bit character-set masks, `fuzzy.signature`) that
-    differ from `signature` in at most `most` bits: one numpy pass over a vocabulary bucket
+def signatures(words: Sequence[str], length: int, chunk: int) -> npt.NDArray[np.uint32]:
+    """`fuzzy.signature` of each of `words` (all `length` characters long), `chunk` words
+    per step: their UTF-32 code points side by side, one bit per code mod 32, OR-ed."""
+    out = np.empty(len(words), dtype=np.uint32)
+    one = np.uint32(1)
+    for start in range(0, len(words), chunk):
+        part = words[start : start + chunk]
+        codes = np.frombuffer("".join(part).encode("utf-32-le"), dtype=np.uint32)
+        bits = np.left_shift(one, codes & np.uint32(31)).reshape(len(part), length)
+        out[start : start + len(part)] = np.bitwise_or.reduce(bits, axis=1)
+    return out
+
+
+def near_signatures(sigs: npt.NDArray[np.uint32], signature: int, most: int) -> list[int]:
+    """The positions of `sigs` (32-bit character-set masks, `fuzzy.signature`) that differ
+    from `signature` in at most `most` bits: one numpy pass over a vocabulary bucket
     instead of a rapidfuzz comparison per word."""
-    sigs = np.frombuffer(signatures, dtype=np.uint32)
     diff = sigs ^ np.uint32(signature)
     if hasattr(np, "bitwise_count"):  # numpy ≥ 2
         bits = np.bitwise_count(diff)
