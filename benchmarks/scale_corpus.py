@@ -330,13 +330,19 @@ def queries(size: int, kind: str, n: int) -> list[str]:
             terms = [typo, rng.choice(middle)]
             rng.shuffle(terms)
             out.append(" ".join(terms))
-        else:  # a question: an opener, 6–14 words of one Page, function words between
-            picks = rng.sample(distinct[:60], rng.randint(5, 10))
+        else:  # a question of 10–20 words: an opener, words of one Page, function words
+            target = rng.randint(10, 20)
+            pool = distinct[:60]
+            picks = rng.sample(pool, min(len(pool), 18))
             text = rng.choice(_QUESTION_OPENERS).split()
             for w in picks:
+                if len(text) >= target:
+                    break
                 text.append(w)
-                if rng.random() < 0.35:
+                if len(text) < target and rng.random() < 0.35:
                     text.append(rng.choice(("with", "in", "for", "and", "of")))
+            while len(text) < target:
+                text.append(rng.choice(("with", "in", "for", "and", "of")))
             out.append(" ".join(text[:20]) + "?")
     return out
 
