@@ -33,6 +33,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.scenarios.memory_corpus import COMMON_WORDS, FUNCTION_WORDS
+
 GENERATOR_VERSION: Final = 1
 VOCABULARY_SIZE: Final = 200_000
 ZIPF_S: Final = 1.0
@@ -46,24 +48,6 @@ KINDS: Final = ("rare", "common", "typo", "question")
 """The four query kinds: 2–4 rare terms; 2–4 terms, one in more than 20 % of Pages; a misspelt
 word beside a normal one; a 10–20-term question."""
 
-_FUNCTION_TEXT = (
-    "the of and to a in is it that for on with as be at by this are or not but from have an "
-    "they which you we can will if no there their these then such into was do does how what "
-    "when where who why did i me my our your has all more also use only new one should must "
-    "each other"
-)
-_TECH_TEXT = (
-    "server config cache deploy request response error handler query index build test "
-    "release version module service client token session database schema migration worker "
-    "thread queue timeout retry logging metrics latency memory store page search graph node "
-    "edge link source document parser tokenizer plugin runtime process signal socket stream "
-    "buffer frame protocol transport endpoint router policy permission user account project "
-    "workspace branch commit review merge pipeline artifact container image cluster network "
-    "storage backup restore snapshot monitor alert incident rollback feature flag option "
-    "default value field record table column row key lock transaction journal file "
-    "directory path format encoding unicode string integer float list map set batch limit "
-    "budget deadline cancel shutdown startup health check design decision tradeoff risk note"
-)
 _ONSETS = (*"bcdfghjklmnprstvwzbdkmpt", "st", "tr", "ch", "sh")
 _VOWELS = (*"aeiouaeiou", "ai", "ou")
 _CODAS = ["", "", "", "", "", "n", "r", "l", "s", "t", "x"]
@@ -78,8 +62,9 @@ _KIND_CHOICES = ("concept",) * 14 + ("decision",) * 2 + ("how-to",) * 2 + ("refe
 def vocabulary() -> tuple[str, ...]:
     """The ~200,000 words by Zipf rank (rank 0 the most frequent), the same for every size."""
     rng = random.Random(f"scale-vocabulary-{GENERATOR_VERSION}")
-    words: list[str] = list(dict.fromkeys(_FUNCTION_TEXT.split()))
-    words += [w for w in dict.fromkeys(_TECH_TEXT.split()) if w not in words]
+    # The memory scenario's English function words and technical words come first.
+    words: list[str] = list(FUNCTION_WORDS)
+    words += [w for w in COMMON_WORDS if w not in words]
     seen = set(words)
 
     def syllables(k: int) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 from benchmarks import procstats, scale_corpus
 from benchmarks.fixtures import lwc_argv, private_env
 from benchmarks.messages import INITIALIZED, encode, initialize
+from benchmarks.scenarios.memory import Session
 from benchmarks.stats import median, percentile
 from benchmarks.stdio import StdioClient
 from benchmarks.table import emit, machine, machine_line, markdown_table
@@ -176,8 +177,9 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-class Server:
-    """One real `lwc serve --mcp --path WS`, one request at a time."""
+class Server(Session):
+    """One real `lwc serve --mcp --path WS`, one request at a time (the memory scenario's
+    session, optionally serving another checkout's package)."""
 
     def __init__(self, workspace: Path, home: Path, code: Path | None) -> None:
         argv = [*lwc_argv(), "serve", "--mcp", "--path", str(workspace)]
@@ -187,14 +189,6 @@ class Server:
         self.workspace = workspace
         self.client = StdioClient(argv, env=env, cwd=workspace, name="lwc")
         self._next = 0
-
-    def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[float, Any]:
-        self._next += 1
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
-        if params is not None:
-            msg["params"] = params
-        reply, took = self.client.call(msg)
-        return took * 1000.0, reply
 
     def explore(self, query: str) -> tuple[float, float, str]:
         """(round trip ms, memoryMs, memory state) of one memory-mode call."""
