@@ -65,6 +65,7 @@ SCENARIOS: Final = (
         "SQuAD answers per token through lwc serve --mcp vs first-characters and bm25s paragraphs",
     ),
     Scenario("vocab", "vocab", "typo correction on 1,000,000 pages under the 5 s deadline"),
+    Scenario("scale", "scale", "10k/100k-Page Wiki: import rate, size, four query kinds vs FTS5"),
 )
 
 

@@ -60,13 +60,34 @@ class BuildOnce(Generic[T]):
     the finished value: an expensive per-revision index is paid for once, never abandoned
     half-way and restarted by every timed-out request. A build that failed is forgotten, so
     the next request tries again.
+
+    Bounded: at most `MAX_BUILDS` builds run at once (the others wait their turn in their
+    threads, holding nothing yet), and finished values are kept while there are at most
+    `size` of them and their total `weight` stays within `budget` (the newest value is kept
+    whatever it weighs, so a request always gets what it waited for and the next one reuses
+    it). Callers key values by what they are built from (a store's file identity and
+    revision), never by the path that reached it, so one store seen through many paths is
+    built once.
     """
 
-    def __init__(self, size: int, *, name: str = "lwc-build") -> None:
+    MAX_BUILDS = 2
+    """Builds running at once, across every key (each may take a core and memory)."""
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        name: str = "lwc-build",
+        budget: int | None = None,
+        weight: Callable[[T], int] | None = None,
+    ) -> None:
         self._size = size
         self._name = name
+        self._budget = budget
+        self._weight = weight
         self._entries: OrderedDict[Hashable, _Pending[T]] = OrderedDict()
         self._lock = threading.Lock()
+        self._turns = threading.BoundedSemaphore(self.MAX_BUILDS)
         self.builds = 0
         """How many builds were started (tests)."""
 
@@ -93,7 +114,11 @@ class BuildOnce(Generic[T]):
 
     def _run(self, key: Hashable, entry: _Pending[T], build: Callable[[], T]) -> None:
         try:
-            entry.value = build()
+            with self._turns:
+                entry.value = build()
+            entry.weight = 0 if self._weight is None else self._weight(entry.value)
+            with self._lock:
+                self._evict()
         except BaseException as exc:  # handed to the waiting requests
             entry.error = exc
             with self._lock:
@@ -103,12 +128,26 @@ class BuildOnce(Generic[T]):
             entry.done.set()
 
     def _evict(self) -> None:
-        # Only finished entries go; a build in flight stays until it is done.
-        for key in list(self._entries):
-            if len(self._entries) <= self._size:
+        # Only finished entries go, least recently used first; a build in flight stays until
+        # it is done, and the most recently used entry always stays.
+        for key in list(self._entries)[:-1]:
+            if not self._over():
                 break
             if self._entries[key].done.is_set():
                 del self._entries[key]
+
+    def _over(self) -> bool:
+        if len(self._entries) > self._size:
+            return True
+        return self._budget is not None and self._kept_weight() > self._budget
+
+    def _kept_weight(self) -> int:
+        return sum(e.weight for e in self._entries.values())
+
+    def kept_weight(self) -> int:
+        """The total weight of the values kept (tests)."""
+        with self._lock:
+            return self._kept_weight()
 
     def clear(self) -> None:
         """Drop every finished entry (tests)."""
@@ -122,3 +161,4 @@ class _Pending(Generic[T]):
         self.done = threading.Event()
         self.value: T | None = None
         self.error: BaseException | None = None
+        self.weight = 0

@@ -62,10 +62,15 @@ BUSY_LIMIT_S = 2.0
 # the same window): a benign rename settles, a swapping attacker gets an error, never data.
 CHANGED_PAUSE_S = 0.002
 
-# Store vocabularies for typo correction, one per (path, store_id, store_revision), each read
-# in a thread of its own on its own connection: a request that times out while one is being
-# read leaves it to finish for the next request (SPEC §4 "Typos": cost bounded on any size).
-VOCABULARIES: BuildOnce[Vocabulary] = BuildOnce(4, name="lwc-vocabulary")
+# Store vocabularies for typo correction, one per store file and revision ((device, inode),
+# store_id, store_revision: one store reached by many paths is read once), each read in a
+# thread of its own on its own connection: a request that times out while one is being read
+# leaves it to finish for the next request (SPEC §4 "Typos": cost bounded on any size). At
+# most 4 kept, within VOCABULARY_BUDGET words (a million-Page store has ~1M).
+VOCABULARY_BUDGET = 3_000_000
+VOCABULARIES: BuildOnce[Vocabulary] = BuildOnce(
+    4, name="lwc-vocabulary", budget=VOCABULARY_BUDGET, weight=len
+)
 
 
 def load_vocabulary(path: Path, identity: tuple[int, int]) -> Vocabulary:
@@ -263,7 +268,9 @@ def _search(
         limit,
         degrees=lambda slugs: load_degrees(conn, slugs),
         vocabulary=lambda: VOCABULARIES.get(
-            key, lambda: load_vocabulary(ref.path, reader.identity), cancelled
+            (reader.identity, info.store_id, info.store_revision),
+            lambda: load_vocabulary(ref.path, reader.identity),
+            cancelled,
         ),
         cancelled=cancelled,
         phrase=phrase,

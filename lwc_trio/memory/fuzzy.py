@@ -17,7 +17,7 @@ so its cost is paid once however many requests need it, even when the first one 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -28,11 +28,13 @@ __all__ = [
     "MAX_CORRECTIONS",
     "MIN_FUZZY_TERM",
     "TITLE_CUTOFF",
+    "Stems",
     "Vocabulary",
     "build_vocabulary",
     "max_edits",
     "near_words",
     "similar_words",
+    "vocabulary_of",
 ]
 
 MIN_FUZZY_TERM = 4
@@ -44,6 +46,13 @@ ONE_EDIT_MAX = 7
 """The longest word corrected with one edit (`max_edits`)."""
 MEMO_SIZE = 4096
 """Words whose near and similar words one `Vocabulary` remembers (then it starts over)."""
+FILTER_MIN = 4096
+"""Buckets of at least this many words are first narrowed by character-set signatures
+(`signature`, one numpy pass): every word that could be within the cutoff survives."""
+SCAN_CHUNK = 8192
+"""Words one rapidfuzz call compares at most: a call holds the GIL throughout, and a length
+bucket of a million-Page store holds ~500,000 words (~0.7 s in one call); a slice of this
+size takes a few milliseconds, so the event loop and the other plane stay prompt (SPEC §4)."""
 
 
 def max_edits(word: str) -> int:
@@ -52,20 +61,55 @@ def max_edits(word: str) -> int:
     return 0 if n < MIN_FUZZY_TERM else 1 if n <= 7 else 2
 
 
+class Stems:
+    """word -> its stem (a stem maps to itself), kept in many small dicts keyed by the word's
+    length and first character: one dict of a million words would be resized (copied whole,
+    holding the GIL) as it grows, a shard only ever copies a few thousand entries."""
+
+    def __init__(self) -> None:
+        self.shards: dict[tuple[int, str], dict[str, str]] = {}
+        self._size = 0
+
+    def add(self, word: str, stem: str) -> bool:
+        """Keep `word`'s first stem; True when `word` is new."""
+        key = (len(word), word[:1])
+        shard = self.shards.get(key)
+        if shard is None:
+            shard = self.shards[key] = {}
+        elif word in shard:
+            return False
+        shard[word] = stem
+        self._size += 1
+        return True
+
+    def get(self, word: str) -> str | None:
+        shard = self.shards.get((len(word), word[:1]))
+        return None if shard is None else shard.get(word)
+
+    def __getitem__(self, word: str) -> str:
+        return self.shards[(len(word), word[:1])][word]
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self.get(word) is not None
+
+    def __len__(self) -> int:
+        return self._size
+
+
 @attrs.frozen(eq=False)
 class Vocabulary:
     """Every folded word (and stem) of one store revision, bucketed by length."""
 
-    stems: dict[str, str]  # word -> its stem (a stem maps to itself)
-    by_length: dict[int, tuple[str, ...]]  # length -> words, sorted
+    stems: Stems
+    by_length: dict[int, tuple[str, ...]]  # length -> words (in the store's term order)
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
-    """length -> the words whose stem is in some document's title or path, sorted (the
-    title fill-up looks only there: other words could not fill anything)."""
-    initials: dict[int, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
-    """length -> first character -> those words, sorted, for the lengths one-edit
-    corrections looked at so far (`_one_edit`; built from `by_length` on first need)."""
-    tails: dict[int, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
-    """length -> word[1:] -> those words, sorted, likewise."""
+    """length -> the words whose stem is in some document's title or path (the title
+    fill-up looks only there: other words could not fill anything)."""
+    signatures: dict[int, Any] = attrs.field(factory=dict)
+    """length -> `signature` of each word of `by_length[length]`, in its order (a numpy
+    array, computed by the first scan of a large bucket: `_narrowed`)."""
+    titled_signatures: dict[int, Any] = attrs.field(factory=dict)
+    """The same for `titled`."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
@@ -75,29 +119,60 @@ class Vocabulary:
 
 
 def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
-    """Read the vocabulary inside the caller's read transaction."""
-    stems: dict[str, str] = {}
-    for word, term in conn.execute(
+    """Read the vocabulary inside the caller's read transaction.
+
+    Every step is a short one (SPEC §4: no step holds the GIL for more than ~20 ms): rows are
+    taken one by one, the words go into small dicts (`Stems`) and append to per-length
+    lists, nothing is sorted (every caller sorts what it finds: the buckets' order never
+    shows in a result)."""
+    rows = conn.execute(
         "SELECT term, term FROM search_terms UNION ALL SELECT word, term FROM search_words"
-    ):
-        if isinstance(word, str) and isinstance(term, str) and len(word) >= MIN_FUZZY_TERM - 1:
-            stems.setdefault(word, term)
-    in_titles = {
+    )
+    titled = {
         row[0]
         for row in conn.execute("SELECT DISTINCT term FROM search_segments WHERE length(heads) > 0")
     }
-    return Vocabulary(
-        stems,
-        _buckets(stems),
-        _buckets({word: stem for word, stem in stems.items() if stem in in_titles}),
-    )
+    return vocabulary_of(rows, titled)
 
 
-def _buckets(stems: dict[str, str]) -> dict[int, tuple[str, ...]]:
+def signature(word: str) -> int:
+    """The set of `word`'s characters as a 32-bit mask (character code mod 32 → bit).
+
+    An edit changes it by at most two bits (a substitution drops one character and adds
+    one; an insertion or deletion one; a swap none), so words within `k` OSA edits differ
+    in at most `2k` bits, and words within `k` insertions or deletions (what `fuzz.ratio`
+    counts) in at most `k`: a filter that never drops a word the cutoff would keep."""
+    mask = 0
+    for char in word:
+        mask |= 1 << (ord(char) & 31)
+    return mask
+
+
+def vocabulary_of(pairs: Iterable[tuple[object, object]], titled: Container[str]) -> Vocabulary:
+    """The vocabulary of `(word, stem)` pairs (the first stem of a word wins); `titled`: the
+    stems found in some title or path."""
+    stems = Stems()
     buckets: dict[int, list[str]] = {}
-    for word in stems:
-        buckets.setdefault(len(word), []).append(word)
-    return {n: tuple(sorted(words)) for n, words in buckets.items()}
+    in_titles: dict[int, list[str]] = {}
+    for word, term in pairs:
+        if not (isinstance(word, str) and isinstance(term, str)):
+            continue
+        n = len(word)
+        if n >= MIN_FUZZY_TERM - 1 and stems.add(word, term):
+            bucket = buckets.get(n)
+            if bucket is None:
+                bucket = buckets[n] = []
+            bucket.append(word)
+            if term in titled:
+                title_bucket = in_titles.get(n)
+                if title_bucket is None:
+                    title_bucket = in_titles[n] = []
+                title_bucket.append(word)
+    return Vocabulary(stems, _frozen(buckets), _frozen(in_titles))
+
+
+def _frozen(buckets: dict[int, list[str]]) -> dict[int, tuple[str, ...]]:
+    return {n: tuple(words) for n, words in buckets.items()}
 
 
 def _remember(vocab: Vocabulary, key: tuple[str, str, int], found: list[Any]) -> None:
@@ -118,10 +193,8 @@ def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str,
         found = _one_edit(vocab, word)
     else:
         for n in range(len(word) - edits, len(word) + edits + 1):
-            words = vocab.by_length.get(n, ())
-            for candidate, distance, _i in process.extract(
-                word, words, scorer=OSA.distance, score_cutoff=edits, limit=None
-            ):
+            words = _narrowed(vocab.by_length, vocab.signatures, n, word, 2 * edits)
+            for candidate, distance in _scan(word, words, OSA.distance, edits):
                 found.append((int(distance), candidate, vocab.stems[candidate]))
     found.sort()
     _remember(vocab, key, found)
@@ -129,48 +202,68 @@ def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str,
 
 
 def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
-    """`near_words(vocab, word, 1)` unsorted, from `vocab.initials` and `vocab.tails`.
+    """`near_words(vocab, word, 1)` unsorted, from the shards of `vocab.stems`.
 
     A word within one edit (substitution, insertion, deletion or adjacent swap) of `word`
-    either starts with the same character, and is in the buckets of that initial, or the
-    edit is at the start: the first character substituted (same `word[1:]`), a character
-    put before it (its tail is `word`), the first one deleted (`word[1:]`) or the first
-    two swapped. Each candidate is measured as the whole-bucket scan measures it."""
+    either starts with the same character, and is in the shards of that initial, or the
+    edit is at the start: the first character substituted (`c + word[1:]` for an initial
+    `c` the store has at that length), one put before it (`c + word`), the first one deleted
+    (`word[1:]`) or the first two swapped: exact lookups, no index to build. Each candidate
+    is measured as the whole-bucket scan measures it."""
     initial, n = word[0], len(word)
+    stems = vocab.stems
     found: list[tuple[int, str, str]] = []
     for length in range(n - 1, n + 2):
-        for candidate, distance, _i in process.extract(
-            word, _index(vocab.initials, vocab, length, 0).get(initial, ()),
-            scorer=OSA.distance, score_cutoff=1, limit=None,
-        ):  # fmt: skip
-            found.append((int(distance), candidate, vocab.stems[candidate]))
-    others = {
-        *_index(vocab.tails, vocab, n, 1).get(word[1:], ()),
-        *_index(vocab.tails, vocab, n + 1, 1).get(word, ()),
-    }
-    others.update(w for w in (word[1:], word[1::-1] + word[2:]) if w in vocab.stems)
+        words = tuple(stems.shards.get((length, initial), ()))
+        for candidate, distance in _scan(word, words, OSA.distance, 1):
+            found.append((int(distance), candidate, stems[candidate]))
+    others = {word[1:], word[1::-1] + word[2:]}
+    for length, first in stems.shards:
+        if length == n:
+            others.add(first + word[1:])
+        elif length == n + 1:
+            others.add(first + word)
     for candidate in others:
-        if candidate[0] != initial:  # the others were found above
+        if candidate[:1] != initial and candidate in stems:  # the others were found above
             distance = OSA.distance(word, candidate, score_cutoff=1)
             if distance <= 1:
-                found.append((distance, candidate, vocab.stems[candidate]))
+                found.append((distance, candidate, stems[candidate]))
     return found
 
 
-def _index(
-    kept: dict[int, dict[str, tuple[str, ...]]], vocab: Vocabulary, length: int, tail: int
-) -> dict[str, tuple[str, ...]]:
-    """The words of `length` characters by their first character (`tail` 0) or by all but
-    it (`tail` 1), built on first need and kept in `kept` (threads may build one twice: the
-    same value)."""
-    index = kept.get(length)
-    if index is None:
-        grouped: dict[str, list[str]] = {}
-        for word in vocab.by_length.get(length, ()):  # sorted, so each group is too
-            grouped.setdefault(word[1:] if tail else word[0], []).append(word)
-        index = {key: tuple(words) for key, words in grouped.items()}
-        kept[length] = index
-    return index
+def _narrowed(
+    buckets: dict[int, tuple[str, ...]],
+    signatures: dict[int, Any],
+    n: int,
+    word: str,
+    most: int,
+) -> Sequence[str]:
+    """The words of `buckets[n]` whose signature is within `most` bits of `word`'s (the
+    whole bucket when it is small, or `most` cannot narrow it). The bucket's signatures are
+    computed on first need, by numpy in slices, and kept (threads may compute them twice:
+    the same value)."""
+    words = buckets.get(n, ())
+    if len(words) < FILTER_MIN or most >= 32:
+        return words
+    from lwc_trio.memory import vector  # numpy: imported by large stores only
+
+    sigs = signatures.get(n)
+    if sigs is None:
+        sigs = signatures[n] = vector.signatures(words, n, SCAN_CHUNK * 8)
+    return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
+
+
+def _scan(word: str, words: Sequence[str], scorer: Any, cutoff: float) -> list[tuple[str, float]]:
+    """`(candidate, score)` of `words` within `cutoff` of `word` by `scorer`, in slices of
+    `SCAN_CHUNK` (the callers sort what they find, so the slicing cannot show)."""
+    found: list[tuple[str, float]] = []
+    for start in range(0, len(words), SCAN_CHUNK):
+        for candidate, score, _i in process.extract(
+            word, words[start : start + SCAN_CHUNK], scorer=scorer,
+            score_cutoff=cutoff, limit=None,
+        ):  # fmt: skip
+            found.append((candidate, score))
+    return found
 
 
 def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
@@ -187,10 +280,10 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     low, high = (2 * len(word) + 2) // 3, (3 * len(word)) // 2
     found: list[tuple[float, str, str]] = []
     for n in range(low, high + 1):
-        for candidate, ratio, _i in process.extract(
-            word, vocab.titled.get(n, ()), scorer=fuzz.ratio,
-            score_cutoff=TITLE_CUTOFF, limit=None,
-        ):  # fmt: skip
+        # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
+        most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
+        words = _narrowed(vocab.titled, vocab.titled_signatures, n, word, most)
+        for candidate, ratio in _scan(word, words, fuzz.ratio, TITLE_CUTOFF):
             found.append((float(ratio), candidate, vocab.stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
     _remember(vocab, key, found)

@@ -760,13 +760,16 @@ def _live(
 
 
 def load_degrees(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, int]:
-    """Inbound link count of each of `slugs` (for the rerank), through `links_by_target`."""
+    """Inbound link count of each of `slugs` (for the rerank), through `links_by_target`,
+    counted up to `LINK_CAP` + 1 only: the boost stops at `LINK_CAP`, so a hub's millions of
+    in-links are never all read (SPEC §4: links read per Page are bounded at the query)."""
     degrees: dict[str, int] = {}
     for chunk in _chunks(list(slugs)):
         rows = conn.execute(
-            f"SELECT to_slug, COUNT(*) FROM links WHERE to_slug IN ({_marks(len(chunk))}) "
-            "GROUP BY to_slug",
-            chunk,
+            "WITH wanted(slug) AS (VALUES " + ", ".join("(?)" for _ in chunk) + ") "
+            "SELECT slug, (SELECT COUNT(*) FROM (SELECT 1 FROM links "
+            "WHERE to_slug = wanted.slug LIMIT ?)) FROM wanted",
+            (*chunk, LINK_CAP + 1),
         )
-        degrees.update((slug, int(count)) for slug, count in rows)
+        degrees.update((slug, int(count)) for slug, count in rows if count)
     return degrees

@@ -21,13 +21,47 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DENSE_SLACK", "VectorScores", "denominators", "score", "valid_postings"]
+__all__ = [
+    "DENSE_SLACK",
+    "VectorScores",
+    "denominators",
+    "near_signatures",
+    "score",
+    "signatures",
+    "valid_postings",
+]
 
 DENSE_SLACK = 1 << 16
 """Doc ids up to this (or 4 × the postings scored) index a dense score array; beyond it
 (a store rewritten many times has sparse, high ids) the ids are first mapped to 0..n−1."""
 
 Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
+
+
+def signatures(words: Sequence[str], length: int, chunk: int) -> npt.NDArray[np.uint32]:
+    """`fuzzy.signature` of each of `words` (all `length` characters long), `chunk` words
+    per step: their UTF-32 code points side by side, one bit per code mod 32, OR-ed."""
+    out = np.empty(len(words), dtype=np.uint32)
+    one = np.uint32(1)
+    for start in range(0, len(words), chunk):
+        part = words[start : start + chunk]
+        codes = np.frombuffer("".join(part).encode("utf-32-le"), dtype=np.uint32)
+        bits = np.left_shift(one, codes & np.uint32(31)).reshape(len(part), length)
+        out[start : start + len(part)] = np.bitwise_or.reduce(bits, axis=1)
+    return out
+
+
+def near_signatures(sigs: npt.NDArray[np.uint32], signature: int, most: int) -> list[int]:
+    """The positions of `sigs` (32-bit character-set masks, `fuzzy.signature`) that differ
+    from `signature` in at most `most` bits: one numpy pass over a vocabulary bucket
+    instead of a rapidfuzz comparison per word."""
+    diff = sigs ^ np.uint32(signature)
+    if hasattr(np, "bitwise_count"):  # numpy ≥ 2
+        bits = np.bitwise_count(diff)
+    else:  # pragma: no cover - numpy 1.26
+        bits = np.unpackbits(diff.view(np.uint8)).reshape(-1, 32).sum(axis=1)
+    found: list[int] = np.flatnonzero(bits <= most).tolist()
+    return found
 
 
 def _ints(values: array[int]) -> npt.NDArray[np.int32]:
