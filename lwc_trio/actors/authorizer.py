@@ -3,9 +3,9 @@
 Every `lwc_explore` call draws one `PathCheck` from `PathChecks` as its path-check step
 starts: the rules bound to the workspace, with that call's `LWC_FAULTS` `auth=` entry
 applied (`hang` blocks a real lane thread, as a dead mount would, until the server stops;
-`raise` fails the check; `delay:S` starts it S seconds late). Whichever lane then runs it,
-the memory lane as the first half of a mode-`memory` search or the authorizer's own lane,
-runs the same check, so fault-injection runs take the path production takes.
+`raise` fails the check; `delay:S` starts it S seconds late). The authorizer runs every
+call's check, in every mode, faults or not, so fault-injection runs take the path
+production takes.
 
 Path checks stat the filesystem (which can block on a dead mount), so they run on a thread
 lane; the caller bounds its wait (the pipeline's 2 s deadline) and, when it gives up,
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import outcome
@@ -112,7 +112,7 @@ class AuthJob:
 
 @attrs.define(eq=False)
 class Authorizer:
-    """Runs path checks that no plane runs for the caller (modes `code` and `all`)."""
+    """Runs every call's path check on its own thread lane."""
 
     inbox: trio.MemoryReceiveChannel[AuthJob]
 
@@ -137,7 +137,7 @@ class Authorizer:
             job.reply.close()
 
 
-def _reply(job: AuthJob, result: outcome.Outcome[Any]) -> None:
+def _reply(job: AuthJob, result: outcome.Outcome[Path]) -> None:
     """Runs in the trio thread when the check is done; never raises."""
     try:
         answer: Path | PathRuleError = result.unwrap()

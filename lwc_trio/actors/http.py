@@ -34,7 +34,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import formatdate
 from functools import cache, lru_cache, partial
 from math import inf
@@ -47,8 +47,7 @@ import h11
 import trio
 
 from lwc_trio.actors.explore import Explorer
-from lwc_trio.actors.planes import EngineFactory
-from lwc_trio.actors.supervisor import Services
+from lwc_trio.actors.supervisor import Engines, Services
 from lwc_trio.config import HttpConfig, ServerConfig
 from lwc_trio.exceptions import CliError
 from lwc_trio.faults import FaultPlan
@@ -1252,7 +1251,7 @@ async def _serve_connections(
 async def serve_http(
     config: ServerConfig,
     faults: FaultPlan,
-    engines: Mapping[str, EngineFactory] | None = None,
+    engines: Engines | None = None,
 ) -> int:
     """Serve MCP over HTTP until SIGINT/SIGTERM; returns the exit code.
 

@@ -7,12 +7,15 @@ before `initialize` and repeated `initialize` are served.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 
 from lwc_trio.protocol import jsonrpc
 from lwc_trio.protocol.tool import TOOL_NAME, tool_definition
+
+JSON: TypeAlias = Any
+"""A JSON value as it crosses the wire: what `json.loads` gives and `json.dumps` takes."""
 
 SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION: Final = SUPPORTED_VERSIONS[0]
