@@ -15,6 +15,10 @@ LIMIT_MIN: Final = 1
 LIMIT_MAX: Final = 20
 DEFAULT_MAX_DOCUMENTS: Final = 8
 DEFAULT_MAX_FILES: Final = 12
+DEFAULT_MAX_TOKENS: Final = 2_500
+"""The budget input `maxTokens` (estimated tokens): its default and bounds."""
+MAX_TOKENS_MIN: Final = 256
+MAX_TOKENS_MAX: Final = 25_000
 
 DESCRIPTION: Final = (
     "Explore this project's memory: reads bounded LWC Wiki memory (project and global Pages "
