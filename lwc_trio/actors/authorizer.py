@@ -27,6 +27,7 @@ import attrs
 import outcome
 import trio
 
+from lwc_trio.actors import channels
 from lwc_trio.actors.lanes import ThreadLane, open_lane
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import LaneClosed, PathRuleError
@@ -168,8 +169,8 @@ async def authorize(mailbox: trio.MemorySendChannel[AuthJob], raw: str, rules: R
     job = AuthJob(raw, rules, reply_send)
     answer: Path | PathRuleError | None = None
     try:
-        async with reply_recv:
-            await mailbox.send(job)
+        with reply_recv:  # a sync close: no trip through the loop
+            await channels.send(mailbox, job)
             try:
                 answer = await reply_recv.receive()
             except trio.EndOfChannel:

@@ -219,16 +219,6 @@ class ThreadLane:
             call.abandon()
             raise
 
-    async def start(self, fn: Callable[..., T], *args: object) -> LaneCall[T]:
-        """Queue `fn(*args)` (after waiting for room) and return a handle to wait on.
-
-        Unlike `run()`, a cancelled wait does not abandon the job: the caller may wait
-        again under another deadline, and must `abandon()` the call when it gives up.
-        """
-        await self.wait_room()
-        grow_at = None if self.grow_after is None else trio.current_time() + self.grow_after
-        return LaneCall(self, fn, args, grow_at)
-
     def close(self) -> None:
         """Stop the threads once their current job ends; queued jobs fail with `LaneClosed`.
 
@@ -312,7 +302,7 @@ class ThreadLane:
             self._workers.append(worker)
             worker.thread.start()
 
-    def _abandon(self, job: _Job, replace_after: float | None = None) -> None:
+    def _abandon(self, job: _Job) -> None:
         running = False
         with self._lock:
             job.abandoned = True
@@ -322,8 +312,7 @@ class ThreadLane:
                 # Not queued: running (its result is dropped on delivery) or finished.
                 running = job.started and not job.finished
         self._release(job)
-        if replace_after is None:
-            replace_after = self.replace_after
+        replace_after = self.replace_after
         if running and replace_after is not None:
             if replace_after <= 0:
                 self._write_off(job)
@@ -414,11 +403,7 @@ class ThreadLane:
 
 
 class LaneCall(Generic[T]):
-    """One job on a lane, started by `ThreadLane.start()`: wait for it, or abandon it.
-
-    Waiting may be cancelled and resumed (say, under a first deadline, then a second),
-    and a growing lane's `grow_after` still applies to the first wait that lasts that long.
-    """
+    """One job on a growing lane (`ThreadLane.run()`): wait for it, or abandon it."""
 
     def __init__(
         self,
@@ -445,36 +430,15 @@ class LaneCall(Generic[T]):
             if not self._finished.is_set() and trio.current_time() >= self._grow_at:
                 self._grow_at = None
                 self._lane._grow(self._job)
-        await self._finished.wait()
+        if not self._finished.is_set():  # a set Event's wait() would still yield once
+            await self._finished.wait()
         assert self._result is not None
         return self._result.unwrap()
 
-    async def wait_until(self, at: float) -> bool:
-        """Wait for the job until trio time `at` at most; True once it has run.
-
-        One cancel scope per call in the usual case (the job ends before `grow_after`).
-        """
-        while not self._finished.is_set():
-            grow_at = self._grow_at
-            with trio.move_on_at(at if grow_at is None else min(at, grow_at)):
-                await self._finished.wait()
-            now = trio.current_time()
-            if grow_at is not None and now >= grow_at and not self._finished.is_set():
-                self._grow_at = None
-                self._lane._grow(self._job)
-            if now >= at:
-                break
-        return self._finished.is_set()
-
-    def result(self) -> T:
-        """The finished job's result (or its exception); only after `wait_until()` is True."""
-        assert self._result is not None
-        return self._result.unwrap()
-
-    def abandon(self, *, replace_after: float | None = None) -> None:
-        """Give the job up (see the module docstring); `replace_after` overrides the lane's."""
+    def abandon(self) -> None:
+        """Give the job up (see the module docstring)."""
         if not self._finished.is_set():
-            self._lane._abandon(self._job, replace_after)
+            self._lane._abandon(self._job)
 
 
 @asynccontextmanager

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Final, Generic, Literal, TypeAlias, TypeVar
 import attrs
 import trio
 
+from lwc_trio.actors import channels
 from lwc_trio.actors.lanes import open_lane
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import ArgumentError, WorkerCrashed
@@ -170,7 +171,7 @@ async def ask(
     try:
         with reply_recv, trio.move_on_at(scope.deadline + LATE_MARGIN) as late:
             try:
-                await mailbox.send(job)
+                await channels.send(mailbox, job)
                 answer = await reply_recv.receive()
             except (trio.BrokenResourceError, trio.EndOfChannel):
                 answer = _crashed(plane)
@@ -210,8 +211,11 @@ async def memory_engine(config: ServerConfig) -> AsyncIterator[Engine[MemoryQuer
 
             cancelled = threading.Event()
             try:
-                async with limiter:
+                await channels.acquire(limiter)
+                try:
                     return await lane.run(partial(explore_memory, query, cancelled=cancelled))
+                finally:
+                    limiter.release()
             except trio.Cancelled:
                 cancelled.set()  # the thread's SQLite progress handler sees this and stops
                 raise

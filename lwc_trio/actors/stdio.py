@@ -28,6 +28,7 @@ from typing import Final
 import attrs
 import trio
 
+from lwc_trio.actors import channels
 from lwc_trio.actors.explore import Explorer
 from lwc_trio.actors.supervisor import Engines, Services
 from lwc_trio.config import ServerConfig
@@ -171,8 +172,8 @@ class StdioReader:
         elif isinstance(message, jsonrpc.Request):
             answer = session.answer(message, self.version)
             if isinstance(answer, session.ToolCall):
-                # Blocks only when the queue is full: reading pauses, nothing is dropped.
-                await self.calls.send(self.queue.register(answer))
+                # Waits only when the queue is full: reading pauses, nothing is dropped.
+                await channels.send(self.calls, self.queue.register(answer))
             else:
                 await self._send(answer)
 
@@ -275,7 +276,7 @@ class StdoutWriter:
                     await self.ready.park()
                     continue
                 if self.nonblocking is None:
-                    batch = self._batch()
+                    batch = b"".join(data for _, data in self._take())
                     self.room.unpark_all()
                     await self.stream.send_all(batch)
                 elif not self._write_some(self.nonblocking):
@@ -304,16 +305,8 @@ class StdoutWriter:
         back to the front of their queues, behind any urgent reply that comes meanwhile.
         Raises `trio.BrokenResourceError` when stdout broke, as `send_all` would.
         """
-        taken: list[tuple[collections.deque[bytes] | None, bytes]] = []
-        size = 0
-        if self.rest:
-            taken.append((None, self.rest))
-            size, self.rest = len(self.rest), b""
-        for queue in self._queues:
-            while queue and (size < WRITE_BATCH or not taken):
-                data = queue.popleft()
-                taken.append((queue, data))
-                size += len(data)
+        taken = self._take()
+        size = sum(len(data) for _, data in taken)
         try:
             sent = write(b"".join(data for _, data in taken) if len(taken) > 1 else taken[0][1])
         except BlockingIOError:
@@ -341,20 +334,21 @@ class StdoutWriter:
                 break
         return False
 
-    def _batch(self) -> bytes:
-        # Urgent replies first, then tool answers, up to about WRITE_BATCH bytes: under a
-        # burst that is one system call (and one trip through the loop) for many answers.
-        chunks: list[bytes] = []
+    def _take(self) -> list[tuple[collections.deque[bytes] | None, bytes]]:
+        """The next write's lines, each with the queue it came from (None: the end of a
+        begun line): that end first, then urgent replies, then tool answers, up to about
+        `WRITE_BATCH` bytes (under a burst, one system call for many answers)."""
+        taken: list[tuple[collections.deque[bytes] | None, bytes]] = []
         size = 0
         if self.rest:
-            chunks.append(self.rest)
+            taken.append((None, self.rest))
             size, self.rest = len(self.rest), b""
         for queue in self._queues:
-            while queue and (size < WRITE_BATCH or not chunks):
+            while queue and (size < WRITE_BATCH or not taken):
                 data = queue.popleft()
-                chunks.append(data)
+                taken.append((queue, data))
                 size += len(data)
-        return b"".join(chunks)
+        return taken
 
 
 async def serve_stdio(
