@@ -124,10 +124,12 @@ class Authorizer:
         ) as lane:
             task_status.started()
             while True:
-                job = await self.inbox.receive()
-                # Waits while the lane is full: the mailbox, then its senders, wait.
-                await lane.wait_room()
-                self._check(lane, job)
+                job: AuthJob | None = await self.inbox.receive()
+                while job is not None:  # every job that arrived together, in one turn
+                    # Waits while the lane is full: the mailbox, then its senders, wait.
+                    await lane.wait_room()
+                    self._check(lane, job)
+                    job = channels.receive_ready(self.inbox)
 
     def _check(self, lane: ThreadLane, job: AuthJob) -> None:
         if job.given_up:

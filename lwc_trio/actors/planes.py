@@ -105,12 +105,15 @@ class PlaneWorker(Generic[Q]):
             task_status.started()
             while True:
                 # The mailbox outlives this worker, so it is not closed here; jobs queued
-                # behind a crash wait in it for the next worker.
-                job = await self.inbox.receive()
-                if job.fault is not None and job.fault.kind == "crash":
-                    job.reply.close()
-                    raise WorkerCrashed(f"{self.plane} worker crashed (injected fault)")
-                nursery.start_soon(self._serve, job, engine)
+                # behind a crash wait in it for the next worker. Jobs that arrived together
+                # all start in this one turn (taken one by one, so none is taken past a crash).
+                job: PlaneJob[Q] | None = await self.inbox.receive()
+                while job is not None:
+                    if job.fault is not None and job.fault.kind == "crash":
+                        job.reply.close()
+                        raise WorkerCrashed(f"{self.plane} worker crashed (injected fault)")
+                    nursery.start_soon(self._serve, job, engine)
+                    job = channels.receive_ready(self.inbox)
 
     async def _serve(self, job: PlaneJob[Q], engine: Engine[Q]) -> None:
         with job.reply:
