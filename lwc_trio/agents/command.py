@@ -3,7 +3,10 @@
 A host starts the server with its own environment: a GUI editor on macOS has a short PATH, a
 host started from a shell where a virtualenv is not active has none of its scripts. So the entry
 gets an absolute path (SPEC §7): the `lwc` on PATH, else the `lwc` that is running the
-installer, else this Python interpreter with `-m lwc_trio` — never a bare `lwc`.
+installer, else this Python interpreter with `-m lwc_trio` — never a bare `lwc` the host cannot
+find. That holds for every host and scope, a committed project file included: there the entry
+names one machine's `lwc`, and on another machine `lwc agent status` reports it `broken` with
+the `--force` install that rewrites only its command.
 """
 
 from __future__ import annotations

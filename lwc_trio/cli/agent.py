@@ -25,6 +25,7 @@ from lwc_trio.agents import (
     AgentError,
     Host,
     Plan,
+    backup_root,
     decode,
     desired_entry,
     doctor_report,
@@ -38,7 +39,7 @@ from lwc_trio.agents import (
 from lwc_trio.agents.command import Launcher, find_launcher
 from lwc_trio.agents.doctor import host_section
 from lwc_trio.agents.gates import host_gates
-from lwc_trio.agents.merge import CODEGRAPH_WARNING
+from lwc_trio.agents.merge import CODEGRAPH_WARNING, TRANSPORT_KEYS
 from lwc_trio.agents.status import status_rows
 from lwc_trio.cli.output import emit, fail, wants_json
 from lwc_trio.exceptions import PathRuleError, UsageError
@@ -145,14 +146,26 @@ def _warnings(plan: Plan, path: Path, launcher: Launcher, gates: list[dict[str, 
 
 
 def _notes(
-    host: Host, scope: str, project: Path | None, status: str, gates: list[dict[str, Any]]
+    host: Host, scope: str, project: Path | None, plan: Plan, gates: list[dict[str, Any]]
 ) -> list[str]:
     notes = []
-    if status in ("added", "replaced") and scope == "project" and host.workspace_var is None:
-        notes.append(
-            f"the entry binds --path to {project}, so it is specific to this checkout on this "
-            "machine"
-        )
+    if plan.status in ("added", "replaced") and scope == "project":
+        # SPEC §7: the command is this machine's absolute `lwc`, so a committed project entry
+        # is machine-specific for every host; the `--force` install rewrites it elsewhere.
+        fix = f"a teammate runs `lwc agent install {host.key} --project --force`"
+        if host.workspace_var is None:
+            notes.append(
+                f"the entry runs {plan.entry['command']} and binds --path to {project}, so it "
+                f"is specific to this checkout on this machine; {fix} (or uses --user)"
+            )
+        else:
+            notes.append(
+                f"the entry runs {plan.entry['command']}, so it is specific to this machine; "
+                f"{fix}, which rewrites only the command (or uses --user)"
+            )
+    kept = [key for key in plan.entry or () if key not in TRANSPORT_KEYS]
+    if plan.status == "replaced" and kept:
+        notes.append("kept the existing entry's own keys: " + ", ".join(kept))
     if scope == "user" and host.workspace_var is None:
         notes.append(
             f"{host.name} starts this entry in the directory a session starts in: start it in a "
@@ -215,7 +228,13 @@ def _change_result(target: _Target, plan: Plan, args: argparse.Namespace) -> dic
     host, scope, path = target.host, target.scope, target.path
     backup = None
     if plan.text is not None and not args.dry_run:
-        backup = write_config(path, plan.text, original=target.original, private=scope == "user")
+        backup = write_config(
+            path,
+            plan.text,
+            original=target.original,
+            backups=backup_root(os.environ),
+            private=scope == "user",
+        )
     result: dict[str, Any] = {
         "host": host.key,
         "name": host.name,
@@ -244,10 +263,10 @@ def _install(args: argparse.Namespace) -> int:
     result = _change_result(target, plan, args)
     cwd, (session, broad) = Path(os.path.realpath(os.getcwd())), _project_or_reason()
     gates = host_gates(host, scope, session, os.environ, sys.platform, cwd=cwd, broad=broad)
-    result["entry"] = entry
+    result["entry"] = plan.entry
     result["gates"] = gates
     result["warnings"] = _warnings(plan, path, launcher, gates)
-    result["notes"] = _notes(host, scope, project, plan.status, gates)
+    result["notes"] = _notes(host, scope, project, plan, gates)
     emit(result, as_json=wants_json(args.json), human=_human_change)
     return 0
 

@@ -24,6 +24,10 @@ from lwc_trio.cli.wiki.sources import search_stores, source_add, source_show
 from lwc_trio.cli.wiki.transfer import export_store, import_store
 from lwc_trio.memory.writer import IMPORT_BATCH
 
+STRICT_HELP = (
+    "for a DIR: refuse the whole import when a file is not UTF-8 text (default: skip and list it)"
+)
+
 __all__ = ["register"]
 
 DEFAULT_SHOW_CHARS = 20_000
@@ -68,6 +72,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     bulk = pages.add_parser("import", parents=[common], help="import pages from DIR or FILE.jsonl")
     bulk.add_argument("path", metavar="DIR|FILE.jsonl")
     bulk.add_argument("--batch", type=_positive, default=IMPORT_BATCH, help=argparse.SUPPRESS)
+    bulk.add_argument("--strict", action="store_true", help=STRICT_HELP)
     bulk.set_defaults(func=page_import)
 
     source = sub.add_parser("source", parents=[common], help="store and read source snapshots")
@@ -76,6 +81,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add = sources.add_parser("add", parents=[common], help="snapshot a file or directory")
     add.add_argument("path", metavar="FILE|DIR")
     add.add_argument("--title")
+    add.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add.set_defaults(func=source_add)
     peek = sources.add_parser("show", parents=[common], help="print a window of a source")
     peek.add_argument("id")
