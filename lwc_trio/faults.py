@@ -109,10 +109,6 @@ class FaultPlan:
     def active(self) -> bool:
         return any(self._scripts.get(plane) for plane in PLANES)
 
-    def scripted(self, plane: str) -> bool:
-        """Whether a fault may still come for `plane` (False: `next(plane)` is None)."""
-        return bool(self._scripts.get(plane))
-
     def next(self, plane: str) -> Fault | None:
         """The fault for this plane's next call, or None to behave normally."""
         script = self._scripts.get(plane)

@@ -18,6 +18,7 @@ import trio.testing
 from conftest_memory import MEMORY_FAULTS
 
 from lwc_trio.actors.stdio import serve_stdio
+from lwc_trio.actors.supervisor import Engines
 from lwc_trio.config import ServerConfig
 from lwc_trio.faults import FaultPlan
 from lwc_trio.paths import authorize_project_path
@@ -143,7 +144,7 @@ async def running(
             FaultPlan.from_env(faults),
             server_in,
             server_out,
-            {"memory": scripted(MEMORY_READY, memory, log), "code": scripted(CODE_READY, code)},
+            Engines(memory=scripted(MEMORY_READY, memory, log), code=scripted(CODE_READY, code)),
         )
         harness.exited_at = trio.current_time()
         await server_out.aclose()
@@ -380,7 +381,7 @@ async def test_broken_stdout_exit_code(
 ) -> None:
     """stdout broken while stdin is open exits 1; broken while draining after EOF exits 0."""
     to_server, server_in = trio.testing.memory_stream_one_way_pair()
-    engines = {"memory": scripted(MEMORY_READY, 0.5), "code": scripted(CODE_READY, 0)}
+    engines = Engines(memory=scripted(MEMORY_READY, 0.5), code=scripted(CODE_READY, 0))
     arguments = {"query": "q", "projectPath": str(config.workspace)}
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
     request["params"] = {"name": "lwc_explore", "arguments": arguments}
@@ -493,8 +494,9 @@ class _Pipe(trio.abc.SendStream):
         await trio.lowlevel.checkpoint()
 
 
-async def test_an_idle_writer_lets_the_producer_write_its_line() -> None:
-    """With nothing queued, an answer is on stdout when `send()` returns: no writer turn."""
+async def test_the_writer_writes_each_line_itself() -> None:
+    """A producer only queues its line; the writer task writes it, with one non-blocking
+    write for every line queued by the time it runs (no `send_all`)."""
     from lwc_trio.actors.stdio import StdoutWriter
 
     pipe = _Pipe(room=1 << 20)
@@ -504,7 +506,9 @@ async def test_an_idle_writer_lets_the_producer_write_its_line() -> None:
         await trio.testing.wait_all_tasks_blocked()
         await writer.outbox.send(b'{"id":1}\n')
         await writer.urgent.send(b'{"id":"p"}\n')
-        assert bytes(pipe.data) == b'{"id":1}\n{"id":"p"}\n'
+        assert bytes(pipe.data) == b""  # queued, not written by the producer
+        await trio.testing.wait_all_tasks_blocked()
+        assert bytes(pipe.data) == b'{"id":"p"}\n{"id":1}\n'
         writer.outbox.close()
         writer.urgent.close()
 
@@ -520,7 +524,8 @@ async def test_a_line_stdout_takes_in_part_is_finished_before_any_other() -> Non
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
         await trio.testing.wait_all_tasks_blocked()
-        await writer.outbox.send(answer)  # the pipe takes 5 bytes of it
+        await writer.outbox.send(answer)
+        await trio.testing.wait_all_tasks_blocked()  # the pipe takes 5 bytes of it
         await writer.urgent.send(b'{"id":"p"}\n')
         await writer.outbox.send(b'{"id":2}\n')
         await trio.testing.wait_all_tasks_blocked()
@@ -583,7 +588,7 @@ async def test_stalled_writer_loses_no_answer(
     config = attrs.evolve(config, queue_size=16)
     to_server, server_in = trio.testing.memory_stream_one_way_pair()
     stdout = _StalledStream()
-    engines = {"memory": scripted(MEMORY_READY, 0.01), "code": scripted(CODE_READY, 0)}
+    engines = Engines(memory=scripted(MEMORY_READY, 0.01), code=scripted(CODE_READY, 0))
     arguments = {"query": "q", "projectPath": str(config.workspace)}
     lines = call_lines(arguments, range(200))
     exit_code: list[int] = []

@@ -3,9 +3,9 @@
 Every `lwc_explore` call draws one `PathCheck` from `PathChecks` as its path-check step
 starts: the rules bound to the workspace, with that call's `LWC_FAULTS` `auth=` entry
 applied (`hang` blocks a real lane thread, as a dead mount would, until the server stops;
-`raise` fails the check; `delay:S` starts it S seconds late). Whichever lane then runs it,
-the memory lane as the first half of a mode-`memory` search or the authorizer's own lane,
-runs the same check, so fault-injection runs take the path production takes.
+`raise` fails the check; `delay:S` starts it S seconds late). The authorizer runs every
+call's check, in every mode, faults or not, so fault-injection runs take the path
+production takes.
 
 Path checks stat the filesystem (which can block on a dead mount), so they run on a thread
 lane; the caller bounds its wait (the pipeline's 2 s deadline) and, when it gives up,
@@ -21,12 +21,13 @@ import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import outcome
 import trio
 
+from lwc_trio.actors import channels
 from lwc_trio.actors.lanes import ThreadLane, open_lane
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import LaneClosed, PathRuleError
@@ -112,7 +113,7 @@ class AuthJob:
 
 @attrs.define(eq=False)
 class Authorizer:
-    """Runs path checks that no plane runs for the caller (modes `code` and `all`)."""
+    """Runs every call's path check on its own thread lane."""
 
     inbox: trio.MemoryReceiveChannel[AuthJob]
 
@@ -123,10 +124,12 @@ class Authorizer:
         ) as lane:
             task_status.started()
             while True:
-                job = await self.inbox.receive()
-                # Waits while the lane is full: the mailbox, then its senders, wait.
-                await lane.wait_room()
-                self._check(lane, job)
+                job: AuthJob | None = await self.inbox.receive()
+                while job is not None:  # every job that arrived together, in one turn
+                    # Waits while the lane is full: the mailbox, then its senders, wait.
+                    await lane.wait_room()
+                    self._check(lane, job)
+                    job = channels.receive_ready(self.inbox)
 
     def _check(self, lane: ThreadLane, job: AuthJob) -> None:
         if job.given_up:
@@ -137,7 +140,7 @@ class Authorizer:
             job.reply.close()
 
 
-def _reply(job: AuthJob, result: outcome.Outcome[Any]) -> None:
+def _reply(job: AuthJob, result: outcome.Outcome[Path]) -> None:
     """Runs in the trio thread when the check is done; never raises."""
     try:
         answer: Path | PathRuleError = result.unwrap()
@@ -168,8 +171,8 @@ async def authorize(mailbox: trio.MemorySendChannel[AuthJob], raw: str, rules: R
     job = AuthJob(raw, rules, reply_send)
     answer: Path | PathRuleError | None = None
     try:
-        async with reply_recv:
-            await mailbox.send(job)
+        with reply_recv:  # a sync close: no trip through the loop
+            await channels.send(mailbox, job)
             try:
                 answer = await reply_recv.receive()
             except trio.EndOfChannel:

@@ -1,16 +1,16 @@
 """The explore pipeline: one `lwc_explore` call from its arguments to its result.
 
 Transport-neutral: the stdio session and the HTTP app both hand it a `tools/call`
-and get the encoded response back. Every step is bounded, and each deadline is
-set here, in one place, from the configuration:
+and get the encoded response back. Every call takes the same steps, and every deadline is
+set here, in one place, from the configuration, as a cancel scope:
 
 1. the workspace refusal (SPEC §1: a default workspace that is a prohibited root);
 2. argument rules, in SPEC §2 order (sans-IO, plus each requested plane's own rules);
-3. the path check (`PathChecks.draw()`: the rules, with any `auth=` fault) under
-   `auth_timeout` (2 s): in mode `memory` on the memory lane as the first half of the
-   search job (`CheckedQuery`), else on the authorizer's lane;
-4. the requested planes, each under its own deadline, both at once in mode `all`;
-5. the result object in its fixed key order.
+3. the call's faults are drawn, in arrival order (`auth=` in its `PathCheck`, each
+   requested plane's entry in its job);
+4. the path check on the authorizer under `auth_timeout` (2 s), in every mode;
+5. the requested planes, each under its own deadline, both at once in mode `all`;
+6. the result object in its fixed key order.
 """
 
 from __future__ import annotations
@@ -18,25 +18,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import trio
 
-from lwc_trio.actors.authorizer import AuthJob, PathChecks, Rules, authorize
-from lwc_trio.actors.planes import (
-    Checked,
-    PathRefused,
-    PlaneAnswer,
-    PlaneClient,
-    PlaneName,
-    checked_object,
-)
+from lwc_trio.actors.authorizer import AuthJob, PathCheck, PathChecks, authorize
+from lwc_trio.actors.planes import PlaneAnswer, PlaneName, Planes
 from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import ArgumentError, PathRuleError
+from lwc_trio.faults import Fault, FaultPlan
 from lwc_trio.protocol import jsonrpc, session
 from lwc_trio.protocol.arguments import ExploreArgs, validate
 from lwc_trio.protocol.explore_result import NOT_REQUESTED, build_result, tool_response, tool_result
+from lwc_trio.protocol.session import JSON
 
 log = logging.getLogger("lwc.explore")
 
@@ -61,11 +56,9 @@ class Explorer:
 
     config: ServerConfig
     auth: trio.MemorySendChannel[AuthJob]
-    planes: Mapping[PlaneName, PlaneClient]
+    planes: Planes
     checks: PathChecks
-    checked_memory: bool = False
-    """The memory engine runs a call's path check as the first step of its search
-    (`CheckedQuery`): the real engine does, faults or not; scripted test engines do not."""
+    faults: FaultPlan = attrs.field(factory=FaultPlan)
 
     async def call(self, call: session.ToolCall) -> bytes:
         """Run one `tools/call`; returns its JSON-RPC response, encoded (no newline).
@@ -81,28 +74,20 @@ class Explorer:
                 jsonrpc.error(call.id, jsonrpc.INTERNAL_ERROR, "Internal error", "internal_error")
             )
 
-    async def explore(self, arguments: Any) -> dict[str, Any]:
+    async def explore(self, arguments: JSON) -> dict[str, JSON]:
         """The tool result (`content`, `structuredContent`, `isError`) for `arguments`."""
         return tool_result(*await self.run(arguments))
 
-    async def run(self, arguments: Any) -> tuple[dict[str, Any], bool]:
+    async def run(self, arguments: JSON) -> tuple[dict[str, JSON], bool]:
         """The structured content for `arguments` and its `isError` flag."""
         try:
             args, wanted = self._check(arguments)
             check = self.checks.draw()
-            timeout = self.config.auth_timeout
-            if check.delay:  # an `auth=delay:S` fault: the check starts late, same deadline
-                if check.delay >= timeout:
-                    await trio.sleep(timeout)
-                    raise _unchecked(timeout)
-                await trio.sleep(check.delay)
-                timeout -= check.delay
-            if self.checked_memory and args.mode == "memory":
-                return await self._memory_checked(args, check.rules, timeout)
-            project = await self._authorize(args.projectPath, check.rules, timeout)
+            faults = {name: self.faults.next(name) for name in wanted}
+            project = await self._authorize(args.projectPath, check)
         except ArgumentError as err:
             return err.to_json(), True
-        answers = await self._ask(wanted, args, project)
+        answers = await self._ask(faults, args, project)
         memory = answers.get("memory")
         code = answers.get("code")
         return build_result(
@@ -114,14 +99,14 @@ class Explorer:
             code.ms if code else None,
         )
 
-    def _check(self, arguments: Any) -> tuple[ExploreArgs, tuple[PlaneClient, ...]]:
+    def _check(self, arguments: JSON) -> tuple[ExploreArgs, tuple[PlaneName, ...]]:
         """SPEC §2's argument rules, in order; raises `ArgumentError`."""
         if self.config.workspace_refusal is not None:
             raise ArgumentError("workspace_too_broad", self.config.workspace_refusal, "projectPath")
         args = validate(arguments)
-        wanted = tuple(self.planes[name] for name in PLANES_FOR_MODE[args.mode])
-        for plane in wanted:
-            plane.check(args)
+        wanted = PLANES_FOR_MODE[args.mode]
+        for name in wanted:
+            self.planes[name].check(args)
         if args.scope != "all" and args.scope not in self.config.allowed_scopes:
             allowed = ", ".join(sorted(self.config.allowed_scopes))
             raise ArgumentError(
@@ -131,52 +116,34 @@ class Explorer:
             )
         return args, wanted
 
-    async def _authorize(self, raw: str, rules: Rules, budget: float) -> Path:
-        """SPEC §3 on the authorizer, under what is left of the check's deadline; raises
-        `ArgumentError`."""
+    async def _authorize(self, raw: str, check: PathCheck) -> Path:
+        """SPEC §3 on the authorizer under the check's deadline (an `auth=delay:S` fault
+        starts it S seconds late, inside the same deadline); raises `ArgumentError`."""
+        timeout = self.config.auth_timeout
         try:
-            with trio.move_on_after(budget):
-                return await authorize(self.auth, raw, rules)
+            with trio.move_on_after(timeout):
+                if check.delay:
+                    await trio.sleep(check.delay)
+                return await authorize(self.auth, raw, check.rules)
         except PathRuleError as exc:
             raise ArgumentError(exc.code, exc.message, "projectPath") from None
-        raise _unchecked(self.config.auth_timeout)
-
-    async def _memory_checked(
-        self, args: ExploreArgs, rules: Rules, budget: float
-    ) -> tuple[dict[str, Any], bool]:
-        """Mode `memory` as one memory-plane job: path check, then search (`CheckedQuery`).
-
-        Raises `ArgumentError` when the path is refused or its check did not end in time.
-        When the plane fails before it can say how the check went (a crash), the same
-        check runs on the authorizer, so the answer is what the two-step pipeline gives.
-        """
-        plane = self.planes["memory"]
-        answer, ms = await plane.ask_checked(args, args.projectPath, self.config, rules, budget)
-        if isinstance(answer, PathRefused):
-            if answer.error is None:
-                raise _unchecked(self.config.auth_timeout)
-            raise ArgumentError(answer.error.code, answer.error.message, "projectPath")
-        if isinstance(answer, Checked):
-            project, body = answer.project, checked_object("memory", answer.body)
-        else:
-            project = await self._authorize(args.projectPath, rules, budget)
-            body = checked_object("memory", answer)
-        return build_result(args, str(project), body, dict(NOT_REQUESTED), ms, None)
+        raise _unchecked(timeout)
 
     async def _ask(
-        self, wanted: tuple[PlaneClient, ...], args: ExploreArgs, project: Path
+        self, faults: Mapping[PlaneName, Fault | None], args: ExploreArgs, project: Path
     ) -> dict[PlaneName, PlaneAnswer]:
-        """Each wanted plane under its own deadline (inside `PlaneClient.ask`)."""
+        """Each wanted plane under its own deadline, counted from when it is asked."""
         answers: dict[PlaneName, PlaneAnswer] = {}
-        if len(wanted) == 1:
-            plane = wanted[0]  # one plane: no nursery (or task) needed
-            answers[plane.name] = await plane.ask(args, project, self.config)
+
+        async def one(name: PlaneName) -> None:
+            plane = self.planes[name]
+            deadline = trio.CancelScope(deadline=trio.current_time() + plane.timeout)
+            answers[name] = await plane.ask(args, project, self.config, deadline, faults[name])
+
+        if len(faults) == 1:
+            await one(*faults)  # one plane: no nursery (or task) needed
             return answers
-
-        async def one(plane: PlaneClient) -> None:
-            answers[plane.name] = await plane.ask(args, project, self.config)
-
         async with trio.open_nursery() as nursery:
-            for plane in wanted:
-                nursery.start_soon(one, plane)
+            for name in faults:
+                nursery.start_soon(one, name)
         return answers

@@ -40,7 +40,8 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final, Generic, TypeVar
+from functools import partial
+from typing import Final, Generic, TypeVar
 
 import attrs
 import outcome
@@ -78,9 +79,10 @@ class _Worker:
 
 @attrs.define(eq=False)
 class _Job:
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    done: Callable[[outcome.Outcome[Any]], None]
+    work: Callable[[], Callable[[], None]]
+    """Runs the job (in a lane thread); returns what hands its outcome to the caller."""
+    fail: Callable[[BaseException], None]
+    """Tells the caller the job will never run (trio thread)."""
     abandoned: bool = False
     started: bool = False
     finished: bool = False
@@ -89,8 +91,17 @@ class _Job:
     worker: _Worker | None = None
 
 
-def _delivered(_: outcome.Outcome[Any]) -> None:
-    """What a job's callback becomes once it has run."""
+def _nothing() -> None:
+    """What a delivered job hands back if run again: nothing."""
+
+
+def _spent() -> Callable[[], None]:
+    """What a delivered job's work becomes."""
+    return _nothing
+
+
+def _failed(_: BaseException) -> None:
+    """What a delivered job's failure callback becomes."""
 
 
 class ThreadLane:
@@ -128,7 +139,7 @@ class ThreadLane:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue: collections.deque[_Job] = collections.deque()
-        self._finished: list[tuple[_Job, outcome.Outcome[Any]]] = []
+        self._finished: list[tuple[_Job, Callable[[], None]]] = []
         self._delivery_posted = False
         self._workers: list[_Worker] = []
         """Threads that count toward `max_threads` (written-off ones are not here)."""
@@ -170,7 +181,7 @@ class ThreadLane:
             await self._room.park()
 
     def submit(
-        self, fn: Callable[..., Any], *args: Any, done: Callable[[outcome.Outcome[Any]], None]
+        self, fn: Callable[..., T], *args: object, done: Callable[[outcome.Outcome[T]], None]
     ) -> Callable[[], None]:
         """Queue `fn(*args)`; `done(outcome)` runs later in the trio thread.
 
@@ -181,7 +192,7 @@ class ThreadLane:
         job = self._submit(fn, args, done)
         return lambda: self._abandon(job)
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
         """`fn(*args)` in a lane thread; its result or exception comes back here.
 
         Waits for room first. On cancellation the job is abandoned (see the module
@@ -191,32 +202,22 @@ class ThreadLane:
         if self.grow_after is not None:
             return await self._run_growing(fn, args, self.grow_after)
         task = trio.lowlevel.current_task()
-        job = self._submit(fn, args, lambda result: trio.lowlevel.reschedule(task, result))
+        job = self._submit(fn, args, partial(trio.lowlevel.reschedule, task))
 
-        def abort(_: Any) -> trio.lowlevel.Abort:
+        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
             self._abandon(job)
             return trio.lowlevel.Abort.SUCCEEDED
 
         result: T = await trio.lowlevel.wait_task_rescheduled(abort)
         return result
 
-    async def _run_growing(self, fn: Callable[..., T], args: tuple[Any, ...], after: float) -> T:
+    async def _run_growing(self, fn: Callable[..., T], args: tuple[object, ...], after: float) -> T:
         call: LaneCall[T] = LaneCall(self, fn, args, trio.current_time() + after)
         try:
             return await call.wait()
         except BaseException:
             call.abandon()
             raise
-
-    async def start(self, fn: Callable[..., T], *args: Any) -> LaneCall[T]:
-        """Queue `fn(*args)` (after waiting for room) and return a handle to wait on.
-
-        Unlike `run()`, a cancelled wait does not abandon the job: the caller may wait
-        again under another deadline, and must `abandon()` the call when it gives up.
-        """
-        await self.wait_room()
-        grow_at = None if self.grow_after is None else trio.current_time() + self.grow_after
-        return LaneCall(self, fn, args, grow_at)
 
     def close(self) -> None:
         """Stop the threads once their current job ends; queued jobs fail with `LaneClosed`.
@@ -235,16 +236,22 @@ class ThreadLane:
                 self._observer = None
         for job in dropped:
             self._release(job)
-            job.done(outcome.Error(LaneClosed(f"{self.name} lane closed")))
+            job.fail(LaneClosed(f"{self.name} lane closed"))
         self._room.unpark_all()
 
     def _submit(
         self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        done: Callable[[outcome.Outcome[Any]], None],
+        fn: Callable[..., T],
+        args: tuple[object, ...],
+        done: Callable[[outcome.Outcome[T]], None],
     ) -> _Job:
-        job = _Job(fn, args, done)
+        def work() -> Callable[[], None]:
+            return partial(done, outcome.capture(fn, *args))
+
+        def fail(exc: BaseException) -> None:
+            done(outcome.Error(exc))
+
+        job = _Job(work, fail)
         with self._lock:
             if self._closed:
                 raise LaneClosed(f"{self.name} lane is closed")
@@ -295,7 +302,7 @@ class ThreadLane:
             self._workers.append(worker)
             worker.thread.start()
 
-    def _abandon(self, job: _Job, replace_after: float | None = None) -> None:
+    def _abandon(self, job: _Job) -> None:
         running = False
         with self._lock:
             job.abandoned = True
@@ -305,8 +312,7 @@ class ThreadLane:
                 # Not queued: running (its result is dropped on delivery) or finished.
                 running = job.started and not job.finished
         self._release(job)
-        if replace_after is None:
-            replace_after = self.replace_after
+        replace_after = self.replace_after
         if running and replace_after is not None:
             if replace_after <= 0:
                 self._write_off(job)
@@ -340,17 +346,18 @@ class ThreadLane:
         with self._lock:
             finished, self._finished = self._finished, []
             self._delivery_posted = False
-        for job, result in finished:
+        for job, deliver in finished:
             self._release(job)
             # The callback usually refers back to whatever holds the job (a `LaneCall`):
             # dropping it, and the arguments, leaves no cycle to keep the job's arguments
             # and result (a whole search answer) alive until the cyclic collector runs.
-            done, job.done, job.args = job.done, _delivered, ()
+            job.work, job.fail = _spent, _failed
             if not job.abandoned:
                 try:
-                    done(result)
+                    deliver()
                 except Exception:  # a bug in one callback must not take the loop down
                     log.exception("%s lane: result callback failed", self.name)
+        del finished
 
     # -- the thread side ----------------------------------------------------------------
 
@@ -370,11 +377,11 @@ class ThreadLane:
                 job.started = True
                 job.worker = worker
                 worker.job = job
-            result = outcome.capture(job.fn, *job.args)
+            deliver = job.work()
             with self._lock:
                 job.finished = True
                 worker.job = None
-                self._finished.append((job, result))
+                self._finished.append((job, deliver))
                 post = not self._delivery_posted
                 self._delivery_posted = True
                 lost = worker.lost
@@ -385,7 +392,7 @@ class ThreadLane:
                         self._observer(-1)
             # Before the delivery: once it runs, the lane's only reference is the caller's
             # (an idle thread would keep its last answer alive).
-            del job, result
+            del job, deliver
             if post:
                 try:
                     self._token.run_sync_soon(self._deliver)
@@ -396,14 +403,14 @@ class ThreadLane:
 
 
 class LaneCall(Generic[T]):
-    """One job on a lane, started by `ThreadLane.start()`: wait for it, or abandon it.
-
-    Waiting may be cancelled and resumed (say, under a first deadline, then a second),
-    and a growing lane's `grow_after` still applies to the first wait that lasts that long.
-    """
+    """One job on a growing lane (`ThreadLane.run()`): wait for it, or abandon it."""
 
     def __init__(
-        self, lane: ThreadLane, fn: Callable[..., T], args: tuple[Any, ...], grow_at: float | None
+        self,
+        lane: ThreadLane,
+        fn: Callable[..., T],
+        args: tuple[object, ...],
+        grow_at: float | None,
     ) -> None:
         self._lane = lane
         self._finished = trio.Event()
@@ -423,36 +430,15 @@ class LaneCall(Generic[T]):
             if not self._finished.is_set() and trio.current_time() >= self._grow_at:
                 self._grow_at = None
                 self._lane._grow(self._job)
-        await self._finished.wait()
+        if not self._finished.is_set():  # a set Event's wait() would still yield once
+            await self._finished.wait()
         assert self._result is not None
         return self._result.unwrap()
 
-    async def wait_until(self, at: float) -> bool:
-        """Wait for the job until trio time `at` at most; True once it has run.
-
-        One cancel scope per call in the usual case (the job ends before `grow_after`).
-        """
-        while not self._finished.is_set():
-            grow_at = self._grow_at
-            with trio.move_on_at(at if grow_at is None else min(at, grow_at)):
-                await self._finished.wait()
-            now = trio.current_time()
-            if grow_at is not None and now >= grow_at and not self._finished.is_set():
-                self._grow_at = None
-                self._lane._grow(self._job)
-            if now >= at:
-                break
-        return self._finished.is_set()
-
-    def result(self) -> T:
-        """The finished job's result (or its exception); only after `wait_until()` is True."""
-        assert self._result is not None
-        return self._result.unwrap()
-
-    def abandon(self, *, replace_after: float | None = None) -> None:
-        """Give the job up (see the module docstring); `replace_after` overrides the lane's."""
+    def abandon(self) -> None:
+        """Give the job up (see the module docstring)."""
         if not self._finished.is_set():
-            self._lane._abandon(self._job, replace_after)
+            self._lane._abandon(self._job)
 
 
 @asynccontextmanager

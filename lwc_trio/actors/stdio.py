@@ -3,9 +3,8 @@
 The reader frames stdin (64 KiB cap, never buffering past it), answers what needs
 no plane, and queues tool calls. The `CallQueue` starts queued calls under the
 in-flight bound, each in its own cancel scope (so `notifications/cancelled` stops
-exactly the call it names), and hands each finished answer to the writer, which
-owns the protocol stdout (a producer that finds it idle writes its line through it,
-in its own step).
+exactly the call it names), and hands each finished answer to the writer, the only
+task that writes the protocol stdout. Every call takes this route, idle or loaded.
 
 Nothing is dropped while the host can still read (SPEC §1.1). Backpressure runs
 the whole way back: a full outbox makes a finished call wait, holding its
@@ -22,16 +21,16 @@ import errno
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import trio
 
+from lwc_trio.actors import channels
 from lwc_trio.actors.explore import Explorer
-from lwc_trio.actors.planes import EngineFactory
-from lwc_trio.actors.supervisor import Services
+from lwc_trio.actors.supervisor import Engines, Services
 from lwc_trio.config import ServerConfig
 from lwc_trio.faults import FaultPlan
 from lwc_trio.protocol import jsonrpc, session
@@ -67,12 +66,6 @@ class CallQueue:
     explorer: Explorer
     max_in_flight: int
     _pending: dict[_Key, list[Pending]] = attrs.field(factory=dict)
-    _running: (
-        tuple[trio.Nursery, trio.Semaphore, Inlet, trio.MemoryReceiveChannel[Pending]] | None
-    ) = None
-    """Where `run()` starts calls, once it runs."""
-    _holding: bool = False
-    """`run()` has taken a call off the queue and waits for a slot for it."""
 
     def notify(self, note: jsonrpc.Notification) -> None:
         """Handle a notification (only cancellation does anything)."""
@@ -109,31 +102,18 @@ class CallQueue:
         """
         slots = trio.Semaphore(self.max_in_flight)
         async with outbox, calls, trio.open_nursery() as nursery:
-            self._running = (nursery, slots, outbox, calls)
             task_status.started()
+            # `receive()` yields once per call, so each call's task takes its first step
+            # (where it draws its faults) before the next call starts: arrival order.
             async for pending in calls:
                 if pending.scope.cancel_called:
                     self._forget(pending)
                     continue
-                self._holding = True
-                await slots.acquire()
-                self._holding = False
+                try:
+                    slots.acquire_nowait()  # the usual case: no second trip through the loop
+                except trio.WouldBlock:
+                    await slots.acquire()
                 nursery.start_soon(self._run_one, pending, outbox, slots)
-
-    def start_now(self, pending: Pending) -> bool:
-        """Start `pending` at once when a slot is free and no call is queued before it
-        (then it need not pass through the queue); False: queue it."""
-        if self._running is None or self._holding:
-            return False
-        nursery, slots, outbox, calls = self._running
-        if calls.statistics().current_buffer_used:
-            return False
-        try:
-            slots.acquire_nowait()
-        except trio.WouldBlock:
-            return False
-        nursery.start_soon(self._run_one, pending, outbox, slots)
-        return True
 
     async def _run_one(self, pending: Pending, outbox: Inlet, slots: trio.Semaphore) -> None:
         try:
@@ -192,20 +172,12 @@ class StdioReader:
         elif isinstance(message, jsonrpc.Request):
             answer = session.answer(message, self.version)
             if isinstance(answer, session.ToolCall):
-                pending = self.queue.register(answer)
-                if self.queue.start_now(pending):
-                    # The call's task runs up to its first wait (where it takes its place in
-                    # the fault scripts and in a plane's mailbox) before the next frame can
-                    # start another: calls keep their arrival order, whatever order trio
-                    # runs new tasks in.
-                    await trio.lowlevel.checkpoint()
-                else:
-                    # Blocks only when the queue is full: reading pauses, nothing is dropped.
-                    await self.calls.send(pending)
+                # Waits only when the queue is full: reading pauses, nothing is dropped.
+                await channels.send(self.calls, self.queue.register(answer))
             else:
                 await self._send(answer)
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: dict[str, session.JSON]) -> None:
         try:
             await self.urgent.send(jsonrpc.encode(message))
         except trio.BrokenResourceError:
@@ -235,16 +207,6 @@ class Inlet:
             if len(self._queue) < OUTBOX_SIZE:
                 break
             await writer.room.park()
-        if writer.idle:
-            # Nothing is queued or being written: stdout may take the line at once, in
-            # this task's own step, with no trip through the loop to wake the writer.
-            rest = writer.write_now(data)
-            if not rest:
-                return
-            writer.rest = rest  # a line begun must end before any other line starts
-            writer.idle = False
-            writer.ready.unpark()
-            return
         self._queue.append(data)
         writer.ready.unpark()
 
@@ -273,22 +235,16 @@ class StdoutWriter:
     write takes every urgent reply first, so a ping is never queued behind megabytes of
     search results while a burst is being written; within each inlet order is kept. Both
     stay bounded: each queue holds at most `OUTBOX_SIZE` lines, and a producer waits for
-    room. Producers append to the queues themselves: no task in between.
-
-    With `nonblocking` (a pipe's non-blocking `os.write`), a producer that finds the writer
-    idle (nothing queued, no write in progress) writes its line itself: a sequential call
-    or a ping then costs no wake-up of this task and no extra trips through the loop. What
-    stdout does not take at once goes to this task, first, before any other line.
+    room. Producers append to the queues themselves: no task in between, and every line
+    queued by the time this task runs goes out in one write.
     """
 
     stream: trio.abc.SendStream
     nonblocking: Callable[[bytes], int] | None = None
     """Writes what fits without blocking and returns how much (raises `BlockingIOError`
-    when nothing fits); None: every line goes through this task."""
-    idle: bool = False
-    """Parked with nothing queued and no write in progress (only with `nonblocking`)."""
+    when nothing fits); None: `send_all`, which takes a trip through the loop first."""
     rest: bytes = b""
-    """The end of a line begun (by a producer or by this task): written before anything else."""
+    """The end of a line begun: written before anything else."""
     gone: trio.Event = attrs.field(factory=trio.Event)
     """Set when stdout broke (the host closed its end)."""
     over: bool = False
@@ -306,18 +262,6 @@ class StdoutWriter:
         self.urgent = Inlet(self, self._queues[0])
         self.outbox = Inlet(self, self._queues[1])
 
-    def write_now(self, data: bytes) -> bytes:
-        """Write `data` without blocking, as far as stdout takes it; returns what is left.
-
-        Only while `idle`. Any error leaves all of `data` to this task, whose own write
-        meets the same error and handles it (a broken pipe ends the session)."""
-        assert self.nonblocking is not None
-        try:
-            sent = self.nonblocking(data)
-        except OSError:  # BlockingIOError (a full pipe) included
-            return data
-        return data[sent:]
-
     def producer_done(self) -> None:
         self._open -= 1
         self.ready.unpark()
@@ -329,12 +273,10 @@ class StdoutWriter:
         try:
             while urgent or normal or self.rest or self._open:
                 if not (urgent or normal or self.rest):
-                    self.idle = self.nonblocking is not None
                     await self.ready.park()
-                    self.idle = False
                     continue
                 if self.nonblocking is None:
-                    batch = self._batch()
+                    batch = b"".join(data for _, data in self._take())
                     self.room.unpark_all()
                     await self.stream.send_all(batch)
                 elif not self._write_some(self.nonblocking):
@@ -350,7 +292,6 @@ class StdoutWriter:
         finally:
             # Producers waiting for room learn that nobody reads any more.
             self.over = True
-            self.idle = False
             self.room.unpark_all()
 
     def _write_some(self, write: Callable[[bytes], int]) -> bool:
@@ -364,16 +305,8 @@ class StdoutWriter:
         back to the front of their queues, behind any urgent reply that comes meanwhile.
         Raises `trio.BrokenResourceError` when stdout broke, as `send_all` would.
         """
-        taken: list[tuple[collections.deque[bytes] | None, bytes]] = []
-        size = 0
-        if self.rest:
-            taken.append((None, self.rest))
-            size, self.rest = len(self.rest), b""
-        for queue in self._queues:
-            while queue and (size < WRITE_BATCH or not taken):
-                data = queue.popleft()
-                taken.append((queue, data))
-                size += len(data)
+        taken = self._take()
+        size = sum(len(data) for _, data in taken)
         try:
             sent = write(b"".join(data for _, data in taken) if len(taken) > 1 else taken[0][1])
         except BlockingIOError:
@@ -401,20 +334,21 @@ class StdoutWriter:
                 break
         return False
 
-    def _batch(self) -> bytes:
-        # Urgent replies first, then tool answers, up to about WRITE_BATCH bytes: under a
-        # burst that is one system call (and one trip through the loop) for many answers.
-        chunks: list[bytes] = []
+    def _take(self) -> list[tuple[collections.deque[bytes] | None, bytes]]:
+        """The next write's lines, each with the queue it came from (None: the end of a
+        begun line): that end first, then urgent replies, then tool answers, up to about
+        `WRITE_BATCH` bytes (under a burst, one system call for many answers)."""
+        taken: list[tuple[collections.deque[bytes] | None, bytes]] = []
         size = 0
         if self.rest:
-            chunks.append(self.rest)
+            taken.append((None, self.rest))
             size, self.rest = len(self.rest), b""
         for queue in self._queues:
-            while queue and (size < WRITE_BATCH or not chunks):
+            while queue and (size < WRITE_BATCH or not taken):
                 data = queue.popleft()
-                chunks.append(data)
+                taken.append((queue, data))
                 size += len(data)
-        return b"".join(chunks)
+        return taken
 
 
 async def serve_stdio(
@@ -422,7 +356,7 @@ async def serve_stdio(
     faults: FaultPlan,
     stdin: trio.abc.ReceiveStream,
     stdout: trio.abc.SendStream,
-    engines: Mapping[str, EngineFactory] | None = None,
+    engines: Engines | None = None,
 ) -> int:
     """Run the stdio server until input ends and every answer is out; returns the exit code.
 

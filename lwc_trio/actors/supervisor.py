@@ -10,10 +10,10 @@ session around it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+import attrs
 import trio
 
 from lwc_trio.actors.authorizer import AuthJob, Authorizer, PathChecks
@@ -22,7 +22,6 @@ from lwc_trio.actors.planes import (
     MAILBOX_SIZE,
     EngineFactory,
     PlaneJob,
-    PlaneName,
     PlaneWorker,
     code_engine,
     memory_engine,
@@ -32,10 +31,24 @@ from lwc_trio.config import ServerConfig
 from lwc_trio.exceptions import WorkerCrashed
 from lwc_trio.faults import FaultPlan
 
+if TYPE_CHECKING:
+    from lwc_trio.codegraph.plane import CodeQuery
+    from lwc_trio.memory.engine import MemoryQuery
+
 log = logging.getLogger("lwc.supervisor")
 
 RESTART_BACKOFF: Final = 0.1
 """Pause before restarting a worker whose engine failed to start (not a crash)."""
+
+
+@attrs.frozen
+class Engines:
+    """Engines that replace a plane's own (tests inject fakes for fault injection); a plane
+    left None gets its real engine. Nothing else changes with them: the same pipeline,
+    channels and workers serve whichever engine answers."""
+
+    memory: EngineFactory[MemoryQuery] | None = None
+    code: EngineFactory[CodeQuery] | None = None
 
 
 class Services:
@@ -45,53 +58,42 @@ class Services:
         self,
         config: ServerConfig,
         faults: FaultPlan,
-        engines: Mapping[str, EngineFactory] | None = None,
+        engines: Engines | None = None,
     ) -> None:
         self.config = config
         self.faults = faults
-        # Tests swap in scripted fakes here; the server uses the real engines.
-        self._real_memory = engines is None
-        self.engines = (
-            dict(engines)
-            if engines is not None
-            else {
-                "memory": partial(memory_engine, config),
-                "code": partial(code_engine, config),
-            }
+        engines = engines or Engines()
+        memory = engines.memory or partial(memory_engine, config)
+        code = engines.code or partial(code_engine, config)
+        self.memory_send, memory_recv = trio.open_memory_channel[PlaneJob["MemoryQuery"]](
+            MAILBOX_SIZE
         )
-        self.memory_send, self._memory_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
-        self.code_send, self._code_recv = trio.open_memory_channel[PlaneJob](MAILBOX_SIZE)
+        self.code_send, code_recv = trio.open_memory_channel[PlaneJob["CodeQuery"]](MAILBOX_SIZE)
         self.auth_send, self._auth_recv = trio.open_memory_channel[AuthJob](MAILBOX_SIZE)
         self.checks = PathChecks(config, faults)
         # One worker per plane for the whole run: `_supervise` restarts the same one.
-        self.workers: dict[PlaneName, PlaneWorker] = {
-            "memory": PlaneWorker("memory", self._memory_recv, faults, self.engines["memory"]),
-            "code": PlaneWorker("code", self._code_recv, faults, self.engines["code"]),
-        }
+        self.memory_worker = PlaneWorker("memory", memory_recv, memory)
+        self.code_worker = PlaneWorker("code", code_recv, code)
 
     def explorer(self) -> Explorer:
         """The explore pipeline over these services."""
-        planes = plane_clients(self.config, self.memory_send, self.code_send, self.workers)
-        # The real memory engine runs the path check as the first step of a mode-`memory`
-        # search, faults or not; scripted engines (tests) do not check paths.
-        return Explorer(
-            self.config, self.auth_send, planes, self.checks, checked_memory=self._real_memory
-        )
+        planes = plane_clients(self.config, self.memory_send, self.code_send)
+        return Explorer(self.config, self.auth_send, planes, self.checks, self.faults)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the authorizer and both plane workers; run until cancelled."""
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(Authorizer(self._auth_recv).run)
-                await nursery.start(self._supervise, self.workers["memory"])
-                await nursery.start(self._supervise, self.workers["code"])
+                await nursery.start(self._supervise, self.memory_worker)
+                await nursery.start(self._supervise, self.code_worker)
                 task_status.started()
         finally:
             self.checks.hung.set()  # `auth=hang` threads end with the services
 
     async def _supervise(
         self,
-        worker: PlaneWorker,
+        worker: PlaneWorker[MemoryQuery] | PlaneWorker[CodeQuery],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:

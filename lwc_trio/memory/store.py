@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import attrs
 
-from lwc_trio.exceptions import StoreError
+from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.handles import open_checked
 from lwc_trio.memory.schema import (
     DDL,
@@ -70,8 +70,9 @@ _SQLITE_CANTOPEN = 14
 _SQLITE_READONLY_ROLLBACK = 776  # a hot journal a read-only connection cannot roll back
 
 
-class Interrupted(Exception):
-    """The progress handler stopped a statement because the query was cancelled."""
+Interrupted = MemoryCancelled
+"""The progress handler stopped a statement because the query was cancelled: the memory
+package's one cancellation error, under the name this module has always used."""
 
 
 @attrs.frozen

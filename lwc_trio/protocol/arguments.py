@@ -1,19 +1,30 @@
-"""Strict validation of `lwc_explore` arguments (SPEC §2).
+"""Strict structuring of `lwc_explore` arguments (SPEC §2) through one cattrs `Converter`.
 
-One cattrs `Converter` sits at the wire boundary. Its primitive hooks are
-strict: cattrs would happily turn `"3"` into 3 and `True` into 1, which the
-contract forbids. Fields are checked in the SPEC's order and the first error
-wins, so the model gets one precise correction at a time.
+The converter forbids extra keys and its primitive hooks are strict: cattrs would happily
+turn `"3"` into 3 and `True` into 1, which the contract forbids. Each field's bound rides
+on its own structure hook (`override(struct_hook=...)`), so `CONVERTER.structure(given,
+ExploreArgs)` is the whole wire check. With detailed validation cattrs reports every
+broken field at once (a `ClassValidationError` whose sub-exceptions carry a note naming
+their attribute); `validate` maps the first of them in SPEC §2 order — unknown field
+first in sent order, then the fields in declaration order, which is the SPEC's — onto
+the SPEC's code, field and message, so the model gets one precise correction at a time.
+
+Two rules sit in front of the converter (docs/decisions.md): `arguments` must be an
+object, and an explicit `null` means the field was omitted.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from typing import Final, Literal
 
 import attrs
 import cattrs
+from cattrs.errors import AttributeValidationNote, ClassValidationError, ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn, override
 
 from lwc_trio.exceptions import ArgumentError
+from lwc_trio.protocol.session import JSON
 from lwc_trio.protocol.tool import (
     DEFAULT_MAX_DOCUMENTS,
     DEFAULT_MAX_FILES,
@@ -34,7 +45,10 @@ Scope = Literal["project", "global", "all"]
 
 @attrs.frozen
 class ExploreArgs:
-    """Arguments that passed every wire-level rule (paths not yet authorized)."""
+    """Arguments that passed every wire-level rule (paths not yet authorized).
+
+    The fields are in SPEC §2's checking order: the first broken one is reported.
+    """
 
     query: str
     projectPath: str
@@ -53,11 +67,12 @@ class ExploreArgs:
         return self.mode in ("code", "all")
 
 
-class _WrongType(TypeError):
-    pass
+class Refused(TypeError):
+    """A value a structure hook refuses; its text completes "$.field ..."."""
 
 
-def _describe(value: Any) -> str:
+def describe(value: JSON) -> str:
+    """A value's JSON kind, as a correction names it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -73,109 +88,116 @@ def _describe(value: Any) -> str:
     return "an object"
 
 
-def _strict_str(value: Any, _: type) -> str:
+def _strict_str(value: JSON, _: type) -> str:
     if not isinstance(value, str):
-        raise _WrongType(f"must be a string, got {_describe(value)}")
+        raise Refused(f"must be a string, got {describe(value)}")
     return value
 
 
-def _strict_int(value: Any, _: type) -> int:
+def _strict_int(value: JSON, _: type) -> int:
     # bool is an int subclass and 3.0 a float: both are refused here.
     if type(value) is not int:
-        raise _WrongType(f"must be an integer, got {_describe(value)}")
+        raise Refused(f"must be an integer, got {describe(value)}")
     return value
+
+
+def _text(limit: int, *, blank_ok: bool) -> Callable[[JSON, type], str]:
+    def hook(value: JSON, _: type) -> str:
+        text = _strict_str(value, str)
+        if not blank_ok and not text.strip():
+            raise Refused("must not be empty" if not text else "must not be whitespace only")
+        if len(text) > limit:
+            raise Refused(f"must be at most {limit:,} characters, got {len(text):,}")
+        return text
+
+    return hook
+
+
+def _within(low: int, high: int) -> Callable[[JSON, type], int]:
+    def hook(value: JSON, _: type) -> int:
+        number = _strict_int(value, int)
+        if not low <= number <= high:
+            raise Refused(f"must be from {low} to {high}, got {number}")
+        return number
+
+    return hook
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[JSON, type], str]:
+    def hook(value: JSON, _: type) -> str:
+        text = _strict_str(value, str)
+        if text not in choices:
+            raise Refused(f"must be one of {', '.join(choices)}, got {text!r}")
+        return text
+
+    return hook
 
 
 def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(
+        ExploreArgs,
+        make_dict_structure_fn(
+            ExploreArgs,
+            conv,
+            _cattrs_forbid_extra_keys=True,
+            query=override(struct_hook=_text(QUERY_MAX, blank_ok=False)),
+            projectPath=override(struct_hook=_text(PATH_MAX, blank_ok=True)),
+            mode=override(struct_hook=_one_of(MODES)),
+            scope=override(struct_hook=_one_of(SCOPES)),
+            maxDocuments=override(struct_hook=_within(LIMIT_MIN, LIMIT_MAX)),
+            maxFiles=override(struct_hook=_within(LIMIT_MIN, LIMIT_MAX)),
+            maxTokens=override(struct_hook=_within(MAX_TOKENS_MIN, MAX_TOKENS_MAX)),
+        ),
+    )
     return conv
 
 
 CONVERTER: Final = _make_converter()
 """The converter for everything that comes off the wire."""
 
-_FIELDS: Final = tuple(a.name for a in attrs.fields(ExploreArgs))
+FIELDS: Final = tuple(a.name for a in attrs.fields(ExploreArgs))
+_CODES: Final = {"query": "invalid_query", "projectPath": "invalid_project_path"}
 
 
-def _limit(value: Any, low: int = LIMIT_MIN, high: int = LIMIT_MAX) -> None:
-    CONVERTER.structure(value, int)
-    if not low <= value <= high:
-        raise _WrongType(f"must be from {low} to {high}, got {value}")
-
-
-def _choice(value: Any, choices: tuple[str, ...]) -> None:
-    CONVERTER.structure(value, str)
-    if value not in choices:
-        raise _WrongType(f"must be one of {', '.join(choices)}, got {value!r}")
-
-
-def validate(arguments: Any) -> ExploreArgs:
-    """Check raw `arguments` in SPEC order.
+def validate(arguments: JSON) -> ExploreArgs:
+    """Structure raw `arguments` into `ExploreArgs`.
 
     Raises:
-        ArgumentError: the first rule broken, naming the field as sent.
+        ArgumentError: the first rule broken in SPEC §2 order, naming the field as sent.
     """
     if not isinstance(arguments, dict):
         raise ArgumentError(
             "invalid_arguments",
-            f"arguments must be an object, got {_describe(arguments)}",
+            f"arguments must be an object, got {describe(arguments)}",
             "arguments",
         )
-    for key in arguments:
-        if key not in _FIELDS:
-            raise ArgumentError(
-                "invalid_arguments",
-                f"$.{key} is not a known argument (known: {', '.join(_FIELDS)})",
-                key,
-            )
-    _check_query(arguments)
-    _check_project_path(arguments)
-    given = {k: v for k, v in arguments.items() if v is not None}
-    for field in ("mode", "scope", "maxDocuments", "maxFiles", "maxTokens"):
-        if field in given:
-            value = given[field]
-            try:
-                if field == "mode":
-                    _choice(value, MODES)
-                elif field == "scope":
-                    _choice(value, SCOPES)
-                elif field == "maxTokens":
-                    _limit(value, MAX_TOKENS_MIN, MAX_TOKENS_MAX)
-                else:
-                    _limit(value)
-            except _WrongType as exc:
-                raise ArgumentError("invalid_arguments", f"$.{field} {exc}", field) from None
-    return CONVERTER.structure(given, ExploreArgs)
-
-
-def _required_string(arguments: dict[str, Any], field: str, code: str) -> str:
-    """`$.field` present, not null and a string; otherwise `code`, naming the field."""
-    if arguments.get(field) is None:
-        raise ArgumentError(code, f"$.{field} is required", field)
-    value = arguments[field]
+    given = {key: value for key, value in arguments.items() if value is not None}
     try:
-        return CONVERTER.structure(value, str)
-    except _WrongType as exc:
-        raise ArgumentError(code, f"$.{field} {exc}", field) from None
+        return CONVERTER.structure(given, ExploreArgs)
+    except ClassValidationError as group:
+        raise _first_error(arguments, group) from None
 
 
-def _at_most(value: str, limit: int, field: str, code: str) -> None:
-    if len(value) > limit:
-        raise ArgumentError(
-            code, f"$.{field} must be at most {limit:,} characters, got {len(value):,}", field
-        )
-
-
-def _check_query(arguments: dict[str, Any]) -> None:
-    query = _required_string(arguments, "query", "invalid_query")
-    if not query.strip():
-        rule = "must not be empty" if not query else "must not be whitespace only"
-        raise ArgumentError("invalid_query", f"$.query {rule}", "query")
-    _at_most(query, QUERY_MAX, "query", "invalid_query")
-
-
-def _check_project_path(arguments: dict[str, Any]) -> None:
-    path = _required_string(arguments, "projectPath", "invalid_project_path")
-    _at_most(path, PATH_MAX, "projectPath", "invalid_project_path")
+def _first_error(arguments: dict[str, JSON], group: ClassValidationError) -> ArgumentError:
+    """SPEC §2's first error among everything cattrs found wrong."""
+    by_field: dict[str, Exception] = {}
+    for exc in group.exceptions:
+        if isinstance(exc, ForbiddenExtraKeysError):
+            unknown = next(key for key in arguments if key in exc.extra_fields)
+            return ArgumentError(
+                "invalid_arguments",
+                f"$.{unknown} is not a known argument (known: {', '.join(FIELDS)})",
+                unknown,
+            )
+        for note in getattr(exc, "__notes__", ()):
+            if isinstance(note, AttributeValidationNote):
+                by_field.setdefault(note.name, exc)
+    field = next((name for name in FIELDS if name in by_field), None)
+    if field is None:  # not a wire rule: a bug, reported as one
+        raise group
+    exc = by_field[field]
+    rule = "is required" if isinstance(exc, KeyError) else str(exc)
+    return ArgumentError(_CODES.get(field, "invalid_arguments"), f"$.{field} {rule}", field)

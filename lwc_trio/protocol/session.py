@@ -7,12 +7,15 @@ before `initialize` and repeated `initialize` are served.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 
 from lwc_trio.protocol import jsonrpc
 from lwc_trio.protocol.tool import TOOL_NAME, tool_definition
+
+JSON: TypeAlias = Any
+"""A JSON value as it crosses the wire: what `json.loads` gives and `json.dumps` takes."""
 
 SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION: Final = SUPPORTED_VERSIONS[0]
@@ -31,15 +34,15 @@ class ToolCall:
     """A validated `tools/call` for lwc_explore; `arguments` is still raw."""
 
     id: jsonrpc.RequestId
-    arguments: Any
+    arguments: JSON
 
 
-def negotiate(requested: Any) -> str:
+def negotiate(requested: JSON) -> str:
     """The client's version when we speak it, else our latest."""
     return requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
 
 
-def initialize_result(params: dict[str, Any], server_version: str) -> dict[str, Any]:
+def initialize_result(params: dict[str, JSON], server_version: str) -> dict[str, JSON]:
     """The `initialize` result for these params."""
     return {
         "protocolVersion": negotiate(params.get("protocolVersion")),
@@ -49,13 +52,13 @@ def initialize_result(params: dict[str, Any], server_version: str) -> dict[str, 
     }
 
 
-def _invalid_params(rid: jsonrpc.RequestId, problem: str) -> dict[str, Any]:
+def _invalid_params(rid: jsonrpc.RequestId, problem: str) -> dict[str, JSON]:
     return jsonrpc.error(
         rid, jsonrpc.INVALID_PARAMS, f"Invalid params: {problem}", "invalid_params"
     )
 
 
-def answer(request: jsonrpc.Request, server_version: str) -> dict[str, Any] | ToolCall:
+def answer(request: jsonrpc.Request, server_version: str) -> dict[str, JSON] | ToolCall:
     """Answer a request, or hand back the tool call it asks for."""
     method, rid, params = request.method, request.id, request.params
     if method not in _METHODS:
@@ -82,7 +85,7 @@ def answer(request: jsonrpc.Request, server_version: str) -> dict[str, Any] | To
 _METHODS: Final = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 
 
-def cancelled_request_id(params: dict[str, Any]) -> jsonrpc.RequestId | None:
+def cancelled_request_id(params: dict[str, JSON]) -> jsonrpc.RequestId | None:
     """The id a `notifications/cancelled` names, when it is a usable id."""
     rid = params.get("requestId")
     if isinstance(rid, str | int) and not isinstance(rid, bool):
