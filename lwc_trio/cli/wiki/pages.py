@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import fail
-from lwc_trio.cli.wiki.console import Progress, handles_errors, out, page_counts
+from lwc_trio.cli.output import did_you_mean, fail, notice
+from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out, page_counts
 from lwc_trio.cli.wiki.stores import each_store, first_found, require_store, write_scope
+from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_file
 from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
 
@@ -17,6 +18,9 @@ from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
 def _read_input(name: str) -> bytes:
     """The bytes of `--file` (`-` is stdin), at most 64 MiB + 1 to detect oversize."""
     if name == "-":
+        if sys.stdin.isatty():
+            notice("Reading the page body from stdin: type or paste it, then press Ctrl-D on a "
+                   "new line (Ctrl-C cancels).")  # fmt: skip
         return sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
     try:
         with open(name, "rb") as handle:
@@ -28,6 +32,7 @@ def _read_input(name: str) -> bytes:
 @handles_errors
 def page_put(args: argparse.Namespace) -> int:
     scope = write_scope(args)
+    args.interrupt_note = lambda: "nothing was written"
     data = _read_input(args.file)
     if len(data) > MAX_TEXT_BYTES:
         raise fail("invalid_page", "a page body must be at most 64 MiB")
@@ -45,8 +50,9 @@ def page_put(args: argparse.Namespace) -> int:
         provenance=tuple(args.provenance or ()),
     )
     path = require_store(scope)
-    with Wiki(path) as wiki:
+    with open_wiki(path) as wiki:
         outcome = wiki.put_page(page)
+        args.interrupt_note = lambda: f"page {page.slug!r} was written"
         revision = wiki.status()["revision"]
     result = {"scope": scope, "slug": page.slug, "result": outcome, "revision": revision}
     return out(args, result, lambda r: f"{r['result'].capitalize()} page {r['slug']}")
@@ -54,7 +60,22 @@ def page_put(args: argparse.Namespace) -> int:
 
 @handles_errors
 def page_show(args: argparse.Namespace) -> int:
-    return out(args, first_found(args, lambda wiki: wiki.get_page(args.slug)), _human_page)
+    try:
+        page = first_found(args, lambda wiki: wiki.get_page(args.slug))
+    except WikiError as exc:
+        raise _with_suggestion(args, exc) from None
+    return out(args, page, _human_page)
+
+
+def _with_suggestion(args: argparse.Namespace, exc: WikiError) -> WikiError:
+    """`page_not_found`, with the stored slugs closest to the one asked for."""
+    if exc.code != "page_not_found":
+        return exc
+    slugs: list[str] = []
+    for _scope, path in each_store(args):
+        with Wiki(path) as wiki:
+            slugs += [page["slug"] for page in wiki.list_pages()]
+    return WikiError(exc.code, exc.message + did_you_mean(args.slug, slugs))
 
 
 def _human_page(page: dict[str, Any]) -> str:
@@ -87,8 +108,11 @@ def page_list(args: argparse.Namespace) -> int:
 @handles_errors
 def page_remove(args: argparse.Namespace) -> int:
     scope = write_scope(args)
-    with Wiki(require_store(scope)) as wiki:
-        wiki.remove_page(args.slug)
+    try:
+        with open_wiki(require_store(scope)) as wiki:
+            wiki.remove_page(args.slug)
+    except WikiError as exc:
+        raise _with_suggestion(args, exc) from None
     result = {"scope": scope, "slug": args.slug, "removed": True}
     return out(args, result, lambda r: f"Removed page {r['slug']}")
 
@@ -106,7 +130,19 @@ def page_import(args: argparse.Namespace) -> int:
         pages = parse_jsonl(source)
     else:
         raise fail("invalid_input", f"{source} is neither a directory nor a .jsonl file")
-    with Wiki(require_store(scope)) as wiki, Progress("Importing pages") as progress:
+    progress = Progress("Importing pages")
+    args.interrupt_note = lambda: _kept(progress)
+    with open_wiki(require_store(scope)) as wiki, progress:
         counts = wiki.put_pages(pages, batch=args.batch, progress=progress)
     result = {"scope": scope, **counts}
     return out(args, result, lambda r: f"Imported: {page_counts(r)}")
+
+
+def _kept(progress: Progress) -> str:
+    """What a Ctrl-C during `page import` kept (put_pages reports after each commit)."""
+    if not progress.done:
+        return "nothing was written"
+    return (
+        f"{progress.done:,} of {progress.total:,} pages written; run the same command again to "
+        "finish"
+    )

@@ -7,16 +7,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import fail, style
-from lwc_trio.cli.wiki.console import Progress, handles_errors, out
+from lwc_trio.cli.output import did_you_mean, fail, style
+from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out
 from lwc_trio.cli.wiki.stores import (
+    each_store,
     find_store,
     first_found,
     read_scopes,
     require_store,
     write_scope,
 )
-from lwc_trio.exceptions import UsageError
+from lwc_trio.exceptions import UsageError, WikiError
 from lwc_trio.memory.engine import merge_rows, query_stores
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 from lwc_trio.memory.transfer import read_source_inputs
@@ -33,7 +34,8 @@ def source_add(args: argparse.Namespace) -> int:
         raise UsageError("invalid_usage", "--title applies to a single FILE, not a directory")
     store = require_store(scope)
     inputs = read_source_inputs(target, root=store.parent.parent, title=args.title)
-    with Wiki(store) as wiki, Progress("Adding sources") as progress:
+    args.interrupt_note = lambda: "nothing was written (a source add is one transaction)"
+    with open_wiki(store) as wiki, Progress("Adding sources") as progress:
         added = wiki.add_sources(inputs, progress=progress if len(inputs) > 1 else None)
     return out(
         args,
@@ -47,19 +49,61 @@ def source_add(args: argparse.Namespace) -> int:
 
 @handles_errors
 def source_show(args: argparse.Namespace) -> int:
-    if args.offset_chars < 0 or args.max_chars < 1:
-        raise UsageError("invalid_usage", "--offset-chars must be >= 0 and --max-chars >= 1")
-    found = first_found(
-        args,
-        lambda wiki: wiki.get_source(args.id, offset=args.offset_chars, max_chars=args.max_chars),
-    )
+    try:
+        found = first_found(
+            args,
+            lambda wiki: wiki.get_source(
+                args.id, offset=args.offset_chars, max_chars=args.max_chars
+            ),
+        )
+    except WikiError as exc:
+        raise _with_suggestion(args, exc) from None
     return out(args, found, lambda r: str(r["content"]))
+
+
+def _with_suggestion(args: argparse.Namespace, exc: WikiError) -> WikiError:
+    """`source_not_found`, with the stored ids closest to the one asked for."""
+    if exc.code != "source_not_found":
+        return exc
+    idents: list[str] = []
+    for _scope, path in each_store(args):
+        with Wiki(path) as wiki:
+            idents += [source["id"] for source in wiki.list_sources()]
+    return WikiError(exc.code, exc.message + did_you_mean(args.id, idents))
+
+
+@handles_errors
+def source_list(args: argparse.Namespace) -> int:
+    sources: list[dict[str, Any]] = []
+    for scope, path in each_store(args):
+        with Wiki(path) as wiki:
+            sources += [{"scope": scope, **source} for source in wiki.list_sources()]
+    return out(
+        args,
+        {"sources": sources},
+        lambda r: (
+            "\n".join(
+                f"{s['id']}\t{s['title']}\t({s['length']:,} characters)" for s in r["sources"]
+            )
+            or "(no sources)"
+        ),
+    )
+
+
+@handles_errors
+def source_remove(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    try:
+        with open_wiki(require_store(scope)) as wiki:
+            wiki.remove_source(args.id)
+    except WikiError as exc:
+        raise _with_suggestion(args, exc) from None
+    result = {"scope": scope, "id": args.id, "removed": True}
+    return out(args, result, lambda r: f"Removed source {r['id']}")
 
 
 @handles_errors
 def search_stores(args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= SEARCH_LIMIT_MAX:
-        raise UsageError("invalid_usage", f"--limit must be between 1 and {SEARCH_LIMIT_MAX}")
     terms = tokenize(args.query)
     if len(terms) > MAX_TERMS:
         raise fail("invalid_query", f"the query has more than {MAX_TERMS} search terms")

@@ -107,8 +107,14 @@ def first_found(
     raise error
 
 
-def create_for_scope(scope: str, *, git_exclude: bool) -> tuple[Path, bool, bool | None]:
-    """Create the store `lwc init` makes for `scope`: (path, created, gitExclude)."""
+def create_for_scope(
+    scope: str, *, git_exclude: bool, nested: bool = False
+) -> tuple[Path, bool, bool | None]:
+    """Create the store `lwc init` makes for `scope`: (path, created, gitExclude).
+
+    A project store inside another Wiki's tree is refused unless `nested`: every command
+    run below that Wiki already uses it, and a second, empty one would silently shadow it.
+    """
     home = home_dir()
     root = home if scope == "global" else Path(os.path.realpath(Path.cwd()))
     if scope == "project" and root == home:
@@ -118,6 +124,16 @@ def create_for_scope(scope: str, *, git_exclude: bool) -> tuple[Path, bool, bool
             "`lwc init` inside a project",
         )
     lwc = root / STORE_DIR
+    if scope == "project" and not nested:
+        above = find_store("project")
+        if above is not None and above.path.parent != lwc:
+            wiki = above.path.parent.parent
+            raise fail(
+                "store_exists_above",
+                f"{root} is inside the Wiki at {wiki} ({above.path}), which every lwc command "
+                f"run here already uses; to create a separate, nested Wiki here on purpose, run "
+                f"`lwc init --nested`",
+            )
     if lwc.is_symlink() or (lwc / STORE_FILE).is_symlink():
         raise fail("store_path_invalid", f"{lwc} or its wiki.db is a symlink; refusing to use it")
     try:
