@@ -7,10 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import did_you_mean, fail, notice
+from lwc_trio.cli.output import fail, notice
 from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out, page_counts
-from lwc_trio.cli.wiki.stores import each_store, first_found, require_store, write_scope
-from lwc_trio.exceptions import WikiError
+from lwc_trio.cli.wiki.stores import (
+    every_row,
+    first_found,
+    require_store,
+    suggesting,
+    write_scope,
+)
 from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_file
 from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
 
@@ -60,22 +65,9 @@ def page_put(args: argparse.Namespace) -> int:
 
 @handles_errors
 def page_show(args: argparse.Namespace) -> int:
-    try:
+    with suggesting(args, "page_not_found", args.slug, Wiki.list_pages, "slug"):
         page = first_found(args, lambda wiki: wiki.get_page(args.slug))
-    except WikiError as exc:
-        raise _with_suggestion(args, exc) from None
     return out(args, page, _human_page)
-
-
-def _with_suggestion(args: argparse.Namespace, exc: WikiError) -> WikiError:
-    """`page_not_found`, with the stored slugs closest to the one asked for."""
-    if exc.code != "page_not_found":
-        return exc
-    slugs: list[str] = []
-    for _scope, path in each_store(args):
-        with Wiki(path) as wiki:
-            slugs += [page["slug"] for page in wiki.list_pages()]
-    return WikiError(exc.code, exc.message + did_you_mean(args.slug, slugs))
 
 
 def _human_page(page: dict[str, Any]) -> str:
@@ -91,13 +83,9 @@ def _human_page(page: dict[str, Any]) -> str:
 
 @handles_errors
 def page_list(args: argparse.Namespace) -> int:
-    pages: list[dict[str, Any]] = []
-    for scope, path in each_store(args):
-        with Wiki(path) as wiki:
-            pages += [{"scope": scope, **page} for page in wiki.list_pages()]
     return out(
         args,
-        {"pages": pages},
+        {"pages": every_row(args, Wiki.list_pages)},
         lambda r: (
             "\n".join(f"{p['slug']}\t{p['title']}\t({p['kind']})" for p in r["pages"])
             or "(no pages)"
@@ -108,11 +96,11 @@ def page_list(args: argparse.Namespace) -> int:
 @handles_errors
 def page_remove(args: argparse.Namespace) -> int:
     scope = write_scope(args)
-    try:
-        with open_wiki(require_store(scope)) as wiki:
-            wiki.remove_page(args.slug)
-    except WikiError as exc:
-        raise _with_suggestion(args, exc) from None
+    with (
+        suggesting(args, "page_not_found", args.slug, Wiki.list_pages, "slug"),
+        open_wiki(require_store(scope)) as wiki,
+    ):
+        wiki.remove_page(args.slug)
     result = {"scope": scope, "slug": args.slug, "removed": True}
     return out(args, result, lambda r: f"Removed page {r['slug']}")
 

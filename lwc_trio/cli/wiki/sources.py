@@ -7,17 +7,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import did_you_mean, fail, style
+from lwc_trio.cli.output import fail, style
 from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out
 from lwc_trio.cli.wiki.stores import (
-    each_store,
+    every_row,
     find_store,
     first_found,
     read_scopes,
     require_store,
+    suggesting,
     write_scope,
 )
-from lwc_trio.exceptions import UsageError, WikiError
+from lwc_trio.exceptions import UsageError
 from lwc_trio.memory.engine import merge_rows, query_stores
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 from lwc_trio.memory.transfer import read_source_inputs
@@ -49,38 +50,21 @@ def source_add(args: argparse.Namespace) -> int:
 
 @handles_errors
 def source_show(args: argparse.Namespace) -> int:
-    try:
+    with suggesting(args, "source_not_found", args.id, Wiki.list_sources, "id"):
         found = first_found(
             args,
             lambda wiki: wiki.get_source(
                 args.id, offset=args.offset_chars, max_chars=args.max_chars
             ),
         )
-    except WikiError as exc:
-        raise _with_suggestion(args, exc) from None
     return out(args, found, lambda r: str(r["content"]))
-
-
-def _with_suggestion(args: argparse.Namespace, exc: WikiError) -> WikiError:
-    """`source_not_found`, with the stored ids closest to the one asked for."""
-    if exc.code != "source_not_found":
-        return exc
-    idents: list[str] = []
-    for _scope, path in each_store(args):
-        with Wiki(path) as wiki:
-            idents += [source["id"] for source in wiki.list_sources()]
-    return WikiError(exc.code, exc.message + did_you_mean(args.id, idents))
 
 
 @handles_errors
 def source_list(args: argparse.Namespace) -> int:
-    sources: list[dict[str, Any]] = []
-    for scope, path in each_store(args):
-        with Wiki(path) as wiki:
-            sources += [{"scope": scope, **source} for source in wiki.list_sources()]
     return out(
         args,
-        {"sources": sources},
+        {"sources": every_row(args, Wiki.list_sources)},
         lambda r: (
             "\n".join(
                 f"{s['id']}\t{s['title']}\t({s['length']:,} characters)" for s in r["sources"]
@@ -93,11 +77,11 @@ def source_list(args: argparse.Namespace) -> int:
 @handles_errors
 def source_remove(args: argparse.Namespace) -> int:
     scope = write_scope(args)
-    try:
-        with open_wiki(require_store(scope)) as wiki:
-            wiki.remove_source(args.id)
-    except WikiError as exc:
-        raise _with_suggestion(args, exc) from None
+    with (
+        suggesting(args, "source_not_found", args.id, Wiki.list_sources, "id"),
+        open_wiki(require_store(scope)) as wiki,
+    ):
+        wiki.remove_source(args.id)
     result = {"scope": scope, "id": args.id, "removed": True}
     return out(args, result, lambda r: f"Removed source {r['id']}")
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import fail
+from lwc_trio.cli.output import did_you_mean, fail
 from lwc_trio.exceptions import UsageError, WikiError
 from lwc_trio.memory.discovery import (
     STORE_DIR,
@@ -105,6 +106,35 @@ def first_found(
                 error = error or exc
     assert error is not None
     raise error
+
+
+def every_row(
+    args: argparse.Namespace, rows: Callable[[Wiki], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """`rows(wiki)` of every store a read uses, project first, each row with its `scope`."""
+    found: list[dict[str, Any]] = []
+    for scope, path in each_store(args):
+        with Wiki(path) as wiki:
+            found += [{"scope": scope, **row} for row in rows(wiki)]
+    return found
+
+
+@contextlib.contextmanager
+def suggesting(
+    args: argparse.Namespace,
+    code: str,
+    word: str,
+    rows: Callable[[Wiki], list[dict[str, Any]]],
+    key: str,
+) -> Iterator[None]:
+    """Add "did you mean" to a `code` error about `word`: the stored `key`s closest to it."""
+    try:
+        yield
+    except WikiError as exc:
+        if exc.code != code:
+            raise
+        names = [row[key] for row in every_row(args, rows)]
+        raise WikiError(code, exc.message + did_you_mean(word, names)) from None
 
 
 def create_for_scope(
