@@ -390,3 +390,26 @@ def test_help_is_the_parser_in_a_child_too(workspace: Path, lwc_env: dict[str, s
     """`lwc explore --help` names the default the run uses (scope all)."""
     shown = piped(["explore", "--help"], workspace, lwc_env).stdout.decode()
     assert "default: all" in " ".join(shown.split())
+
+
+def test_ctrl_c_during_import_from_lwc_says_nothing_was_written(
+    workspace: Path, tmp_path: Path, lwc_env: dict[str, str]
+) -> None:
+    """`import --from-lwc` is one transaction: Ctrl-C in the middle of it exits 130 saying
+    nothing was written, and the project Wiki holds no page of it."""
+    from benchmarks.lwc_store import LwcPage, make_lwc_store
+
+    total = 30_000
+    old = make_lwc_store(
+        tmp_path / "old" / ".lwc" / "wiki.db",
+        (LwcPage(slug=f"old-{i}", title=f"Old {i}", body=f"old body {i}") for i in range(total)),
+    )
+    ok_json(["init"], workspace, lwc_env)
+    term = Terminal(["import", "--from-lwc", str(old)], workspace, lwc_env)
+    term.read_until(b"Importing [")  # past reading: inside the write transaction
+    term.send(b"\x03")
+    assert term.wait() == 130
+    assert "Interrupted: Nothing was written, and the LWC store is unchanged." in term.text, (
+        term.text
+    )
+    assert ok_json(["page", "list"], workspace, lwc_env)["pages"] == []

@@ -60,7 +60,7 @@ def _import_lwc(args: argparse.Namespace, scope: str, given: Path) -> int:
     source = resolve_lwc_path(given)
     # One transaction (and, for a store converted in place, a swap after it): until it
     # commits, a Ctrl-C leaves both stores as they were.
-    args.interrupt_note = lambda: "nothing was written; the LWC store is unchanged"
+    args.interrupt_note = lambda: "nothing was written, and the LWC store is unchanged"
     with Progress("Reading LWC store") as progress:
         lwc = read_lwc_store(source, progress)
     ref = find_store(scope)
