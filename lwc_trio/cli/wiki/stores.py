@@ -157,11 +157,10 @@ def create_for_scope(
     if scope == "project" and not nested:
         above = find_store("project")
         if above is not None and above.path.parent != lwc:
-            wiki = above.path.parent.parent
             raise fail(
                 "store_exists_above",
-                f"{root} is inside the Wiki at {wiki} ({above.path}), which every lwc command "
-                f"run here already uses; to create a separate, nested Wiki here on purpose, run "
+                f"{root} is inside the Wiki {above.path}, which every lwc command run here "
+                f"already uses; to create a separate, nested Wiki here on purpose, run "
                 f"`lwc init --nested`",
             )
     if lwc.is_symlink() or (lwc / STORE_FILE).is_symlink():
