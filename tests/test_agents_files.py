@@ -1,4 +1,5 @@
-"""Config writes are atomic, keep a backup and the file's mode, follow symlinks, and lose no edit."""
+"""Config writes are atomic, keep the file's mode, back up outside the file's folder, follow
+symlinks, and lose no edit."""
 
 from __future__ import annotations
 
@@ -9,32 +10,54 @@ from pathlib import Path
 
 import pytest
 
-from lwc_trio.agents import AgentError, backup_path, decode, read_config, write_config
+from lwc_trio.agents import (
+    AgentError,
+    backup_path,
+    backup_root,
+    decode,
+    read_config,
+    write_config,
+)
 
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
 
 
 def test_backup_names_are_timestamped_and_never_reused(tmp_path: Path) -> None:
-    """`FILE.lwc-backup-<UTC stamp>`, then `-2` when that name is taken."""
-    path = tmp_path / "mcp.json"
-    first = backup_path(path, NOW)
-    assert first.name == "mcp.json.lwc-backup-20260102T030405Z"
+    """`ROOT/<UTC stamp>/<absolute path>`, then `<stamp>-2` when that name is taken."""
+    path = tmp_path / "proj" / ".cursor" / "mcp.json"
+    root = tmp_path / "state"
+    first = backup_path(path, root, NOW)
+    assert first == root / "20260102T030405Z" / str(path).lstrip("/")
+    first.parent.mkdir(parents=True)
     first.write_text("x")
-    assert backup_path(path, NOW).name == "mcp.json.lwc-backup-20260102T030405Z-2"
+    assert backup_path(path, root, NOW) == root / "20260102T030405Z-2" / str(path).lstrip("/")
 
 
-def test_replace_keeps_mode_and_writes_backup_of_the_old_bytes(tmp_path: Path) -> None:
-    """The new file has the old permission bits; the backup holds the old bytes, same mode."""
-    path = tmp_path / ".claude.json"
+def test_backup_root_follows_xdg_state_home() -> None:
+    """`$XDG_STATE_HOME/lwc/backups` when it is absolute, else `~/.lwc/backups`."""
+    assert backup_root({"HOME": "/h", "XDG_STATE_HOME": "/s"}) == Path("/s/lwc/backups")
+    assert backup_root({"HOME": "/h", "XDG_STATE_HOME": "rel"}) == Path("/h/.lwc/backups")
+    assert backup_root({"HOME": "/h"}) == Path("/h/.lwc/backups")
+
+
+def test_replace_keeps_mode_and_backs_up_outside_the_folder(tmp_path: Path) -> None:
+    """The new file has the old permission bits; the backup holds the old bytes, is private
+    (0600 in a 0700 folder) and lives under the backup root, not beside the file."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    path = folder / ".mcp.json"
     path.write_bytes(b'{"a": 1}')
-    path.chmod(0o600)
-    backup = write_config(path, '{"a": 2}', original=b'{"a": 1}', now=NOW)
+    path.chmod(0o644)
+    root = tmp_path / "state"
+    backup = write_config(path, '{"a": 2}', original=b'{"a": 1}', backups=root, now=NOW)
     assert path.read_bytes() == b'{"a": 2}'
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert backup is not None
     assert backup.read_bytes() == b'{"a": 1}'
+    assert root in backup.parents
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".claude.json", backup.name]
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert [p.name for p in folder.iterdir()] == [".mcp.json"]
 
 
 def test_new_file_creates_directories_and_no_backup(tmp_path: Path) -> None:
@@ -42,7 +65,7 @@ def test_new_file_creates_directories_and_no_backup(tmp_path: Path) -> None:
     path = tmp_path / ".cursor" / "mcp.json"
     old = os.umask(0o022)
     try:
-        assert write_config(path, "{}\n", original=None) is None
+        assert write_config(path, "{}\n", original=None, backups=tmp_path / "b") is None
     finally:
         os.umask(old)
     assert path.read_text() == "{}\n"
@@ -57,11 +80,11 @@ def test_symlinked_config_stays_a_symlink(tmp_path: Path) -> None:
     real.write_text("a = 1\n")
     link = tmp_path / "config.toml"
     link.symlink_to(real)
-    backup = write_config(link, "a = 2\n", original=b"a = 1\n", now=NOW)
+    root = tmp_path / "state"
+    backup = write_config(link, "a = 2\n", original=b"a = 1\n", backups=root, now=NOW)
     assert link.is_symlink()
     assert real.read_text() == "a = 2\n"
-    assert backup is not None
-    assert backup.parent == real.parent
+    assert backup == root / "20260102T030405Z" / str(real).lstrip("/")
 
 
 def test_a_concurrent_edit_is_never_overwritten(tmp_path: Path) -> None:
@@ -69,12 +92,12 @@ def test_a_concurrent_edit_is_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     path.write_text('{"host": "edited"}')
     with pytest.raises(AgentError) as info:
-        write_config(path, "{}", original=b"{}")
+        write_config(path, "{}", original=b"{}", backups=tmp_path / "b")
     assert info.value.code == "agent_config_changed"
     assert path.read_text() == '{"host": "edited"}'
     assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]
     with pytest.raises(AgentError):
-        write_config(path, "{}", original=None)  # appeared since it was read
+        write_config(path, "{}", original=None, backups=tmp_path / "b")  # appeared meanwhile
 
 
 def test_reading_missing_directory_and_non_utf8(tmp_path: Path) -> None:

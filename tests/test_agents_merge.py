@@ -134,3 +134,27 @@ def test_inspect_states() -> None:
     assert inspect(VSCODE, current, entry, label="f").state == "registered"
     assert inspect(VSCODE, '{"servers": {"lwc": {}}}', entry, label="f").state == "outdated"
     assert inspect(VSCODE, "{}", entry, label="f").state == "not_registered"
+
+
+def test_force_keeps_every_key_lwc_does_not_own_in_codex_toml() -> None:
+    """A Codex `[mcp_servers.lwc]` with env, a float timeout and `enabled`: --force rewrites
+    command and args and keeps the rest, verified by re-parsing; a date refuses, unchanged."""
+    entry = desired_entry(CODEX, "user", "/bin/lwc", None)
+    text = (
+        '[mcp_servers.lwc]\ncommand = "old"\nstartup_timeout_sec = 20.5\nenabled = true\n'
+        '[mcp_servers.lwc.env]\nTOKEN = "t"\n'
+    )
+    plan = plan_install(CODEX, text, entry, force=True, label="f")
+    assert plan.entry == {
+        "command": "/bin/lwc",
+        "startup_timeout_sec": 20.5,
+        "enabled": True,
+        "env": {"TOKEN": "t"},
+        "args": ["serve", "--mcp"],
+    }
+    assert plan.text is not None
+    assert 'env = {TOKEN = "t"}' in plan.text
+    dated = '[mcp_servers.lwc]\ncommand = "old"\nsince = 2026-01-02\n'
+    with pytest.raises(AgentError) as info:
+        plan_install(CODEX, dated, entry, force=True, label="f")
+    assert info.value.code == "agent_config_unsupported"

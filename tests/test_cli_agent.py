@@ -51,8 +51,11 @@ def env(tmp_path: Path) -> Env:
 
 
 def backups(path: Path) -> list[Path]:
-    """Backups lwc made of `path`."""
-    return sorted(path.parent.glob(path.name + ".lwc-backup-*"))
+    """Backups lwc made of `path` (under the fake HOME's `~/.lwc/backups`, never beside it)."""
+    assert not list(path.parent.glob(path.name + ".lwc-backup-*"))
+    home = next(p for p in path.parents if (p / "home").is_dir()) / "home"
+    real = Path(os.path.realpath(path))
+    return sorted((home / ".lwc" / "backups").glob("*/" + str(real).lstrip("/")))
 
 
 def install_twice(env: Env, path: Path, *args: str) -> dict[str, Any]:
@@ -142,11 +145,11 @@ def test_claude_config_dir_override(env: Env) -> None:
     assert not (env.home / ".claude.json").exists()
 
 
-def cursor_entry(env: Env) -> str:
+def cursor_entry(command: str) -> str:
     """The `lwc` entry Cursor's mcp.json gets, last in `mcpServers`, and the file's end."""
     return (
         '    "lwc": {\n'
-        f'      "command": "{env.lwc}",\n'
+        f'      "command": "{command}",\n'
         '      "args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
         "    }\n  }\n}\n"
     )
@@ -163,7 +166,7 @@ def test_cursor_project_keeps_comments(env: Env) -> None:
     install_twice(env, path, "cursor")
     assert path.read_text() == (
         '{\n  // shared with the team\n  "mcpServers": {\n    "db": {"url": "http://localhost:9"},'
-        " // local only\n" + cursor_entry(env)
+        " // local only\n" + cursor_entry("lwc")  # the bare `lwc` on PATH: shareable
     )
 
 
@@ -173,7 +176,7 @@ def test_cursor_user_creates_a_new_file_without_backup(env: Env) -> None:
     result = install_twice(env, path, "cursor", "--user")
     assert result["backup"] is None
     assert backups(path) == []
-    assert path.read_text() == '{\n  "mcpServers": {\n' + cursor_entry(env)
+    assert path.read_text() == '{\n  "mcpServers": {\n' + cursor_entry(str(env.lwc))
 
 
 def test_vscode_project_jsonc_with_inputs_and_trailing_commas(env: Env) -> None:
@@ -198,7 +201,7 @@ def test_vscode_project_jsonc_with_inputs_and_trailing_commas(env: Env) -> None:
         '\t\t"fs": {"type": "stdio", "command": "npx", "args": ["fs"]},\n'
         '\t\t"lwc": {\n'
         '\t\t\t"type": "stdio",\n'
-        f'\t\t\t"command": "{env.lwc}",\n'
+        '\t\t\t"command": "lwc",\n'
         '\t\t\t"args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
         "\t\t},\n"
         "\t},\n"
@@ -239,7 +242,8 @@ def test_codex_appends_a_table_and_keeps_the_rest(env: Env) -> None:
 
 
 def test_codex_force_replaces_our_tables_in_place(env: Env) -> None:
-    """Codex --force: a stale `[mcp_servers.lwc]` (and its `.env`) is replaced where it stood."""
+    """Codex --force: a stale `[mcp_servers.lwc]` is replaced where it stood, keeping the
+    user's `env` sub-table (issue 23: --force dropped it)."""
     path = env.home / ".codex" / "config.toml"
     path.parent.mkdir()
     path.write_text(
@@ -253,9 +257,10 @@ def test_codex_force_replaces_our_tables_in_place(env: Env) -> None:
     result = env.ok("agent", "install", "codex", "--force")
     assert result["status"] == "replaced"
     assert path.read_text() == (
-        f'[mcp_servers.lwc]\ncommand = "{env.lwc}"\nargs = ["serve", "--mcp"]\n\n'
+        f'[mcp_servers.lwc]\ncommand = "{env.lwc}"\nargs = ["serve", "--mcp"]\nenv = {{A = "1"}}\n\n'
         '# keep\n[profiles.fast]\nmodel = "o4"\n'
     )
+    assert "kept the existing entry's own keys: env" in result["notes"]
 
 
 def test_codex_project_scope_writes_codex_config_toml(env: Env) -> None:
@@ -445,7 +450,8 @@ def test_uninstall_removes_only_our_entry(env: Env, host: str) -> None:
     result = env.ok("agent", "uninstall", host, flag)
     assert result["status"] == "removed"
     assert result["written"] is True
-    assert result["removed"]["command"] == str(env.lwc)
+    shared = flag == "--project" and host in ("cursor", "vscode")
+    assert result["removed"]["command"] == ("lwc" if shared else str(env.lwc))
     assert path.read_text() == original
     assert len(backups(path)) == 2  # one per change
     after = env.snapshot()
@@ -618,7 +624,11 @@ def test_human_output_on_a_terminal(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main(["agent", "install", "cursor"]) == 0
     out = capsys.readouterr().out
-    assert out == f"Cursor (project): added `lwc` to {env.project / '.cursor' / 'mcp.json'}\n"
+    assert out == (
+        f"Cursor (project): added `lwc` to {env.project / '.cursor' / 'mcp.json'}\n"
+        "  note: the entry runs `lwc` from PATH in ${workspaceFolder}, so it works for every "
+        "teammate who has `lwc` on PATH: it can be committed\n"
+    )
     assert main(["agent", "status", "cursor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == [
@@ -812,3 +822,131 @@ def test_status_from_home_says_what_a_user_scope_host_gets(env: Env) -> None:
         assert str(env.home) in gate["message"]
         assert f"lwc agent install {host} --project" in gate["fix"]
     assert gates_of(result, "vscode", "user") == {}
+
+
+# ---------------------------------------------------------------------------- leave nothing behind
+
+PROJECT_FILES = {
+    "claude-code": ".mcp.json",
+    "cursor": ".cursor/mcp.json",
+    "vscode": ".vscode/mcp.json",
+    "codex": ".codex/config.toml",
+    "gemini": ".gemini/settings.json",
+}
+
+
+def project_tree(env: Env) -> list[str]:
+    """Every file (not folder) under the project, relative."""
+    return sorted(
+        str(Path(directory, name).relative_to(env.project))
+        for directory, _, files in os.walk(env.project)
+        for name in files
+    )
+
+
+@pytest.mark.parametrize("host", sorted(PROJECT_FILES))
+def test_install_and_uninstall_leave_no_file_in_the_project_tree(env: Env, host: str) -> None:
+    """Issue 23 #7: over an existing project file, install and uninstall each back it up
+    under ~/.lwc/backups (0600, the output says where) and leave nothing beside it."""
+    path = env.project / PROJECT_FILES[host]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = (
+        '[mcp_servers.a]\ncommand = "a"\n'
+        if host == "codex"
+        else json.dumps({"servers" if host == "vscode" else "mcpServers": {"a": {"command": "a"}}})
+    )
+    path.write_text(original)
+    installed = env.ok("agent", "install", host, "--project")
+    removed = env.ok("agent", "uninstall", host, "--project")
+    assert project_tree(env) == [PROJECT_FILES[host]]
+    assert path.read_text() == original
+    root = env.home / ".lwc" / "backups"
+    kept = backups(path)
+    assert [str(p) for p in kept] == [installed["backup"], removed["backup"]]
+    assert kept[0].read_text() == original
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in kept)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+
+
+def test_backups_follow_xdg_state_home_and_the_terminal_says_where(
+    env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With $XDG_STATE_HOME set the backup goes to `$XDG_STATE_HOME/lwc/backups`, and the
+    human output names it."""
+    state = env.root / "state"
+    for name, value in {**env.vars, "XDG_STATE_HOME": str(state)}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(env.project)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    (env.project / ".mcp.json").write_text('{"mcpServers": {}}\n')
+    assert main(["agent", "install", "claude-code"]) == 0
+    out = capsys.readouterr().out
+    [backup] = list((state / "lwc" / "backups").glob("*" + str(env.project / ".mcp.json")))
+    assert f"  backup: {backup}\n" in out
+    assert backup.read_text() == '{"mcpServers": {}}\n'
+    assert project_tree(env) == [".mcp.json"]
+
+
+def test_force_keeps_the_keys_lwc_does_not_own(env: Env) -> None:
+    """Issue 23 #7: --force replaces the command of a different `lwc` entry but keeps its
+    `env`, timeout and other keys of the user's; an HTTP entry's url and headers go."""
+    path = env.project / ".mcp.json"
+    old = {"command": "uvx", "args": ["lwc-other"], "env": {"TOKEN": "${TOKEN}"}, "timeout": 9}
+    path.write_text(json.dumps({"mcpServers": {"lwc": old}}, indent=2) + "\n")
+    result = env.ok("agent", "install", "claude-code", "--force")
+    written = json.loads(path.read_text())["mcpServers"]["lwc"]
+    assert written == {
+        "command": str(env.lwc),
+        "args": ["serve", "--mcp", "--path", str(env.project)],
+        "env": {"TOKEN": "${TOKEN}"},
+        "timeout": 9,
+        "type": "stdio",
+    }
+    assert result["entry"] == written
+    assert "kept the existing entry's own keys: env, timeout" in result["notes"]
+    http = {"type": "http", "url": "http://x", "headers": {"A": "b"}, "env": {"K": "v"}}
+    path.write_text(json.dumps({"mcpServers": {"lwc": http}}) + "\n")
+    env.ok("agent", "install", "claude-code", "--force")
+    assert json.loads(path.read_text())["mcpServers"]["lwc"] == {
+        "type": "stdio",
+        "env": {"K": "v"},
+        "command": str(env.lwc),
+        "args": ["serve", "--mcp", "--path", str(env.project)],
+    }
+
+
+def test_committed_project_entry_works_for_a_teammate(tmp_path: Path) -> None:
+    """Issue 23 #7: a Cursor/VS Code project entry runs the bare `lwc` (on PATH when it was
+    installed), so a teammate's checkout elsewhere, with their own `lwc` on PATH, is
+    registered as it is; an entry naming another machine's lwc is reported broken, and
+    `--force` turns it into the shareable entry, keeping its `env`."""
+    alice, bob = Env(tmp_path / "alice"), Env(tmp_path / "bob")
+    for host in ("cursor", "vscode"):
+        env_result = alice.ok("agent", "install", host)
+        assert env_result["entry"]["command"] == "lwc"
+        shared = alice.project / PROJECT_FILES[host]
+        mine = bob.project / PROJECT_FILES[host]
+        mine.parent.mkdir(parents=True)
+        mine.write_bytes(shared.read_bytes())
+        [row] = [r for r in bob.ok("agent", "status", host)["configs"] if r["scope"] == "project"]
+        assert (row["state"], row["command"]["runs"]) == ("registered", True)
+        assert row["command"]["resolved"] == str(bob.lwc)
+    # What lwc wrote before: alice's absolute path, committed.
+    path = bob.project / ".cursor" / "mcp.json"
+    foreign = {"command": str(alice.lwc) + "-gone", "args": ["serve", "--mcp", "--path",
+               "${workspaceFolder}"], "env": {"LOG": "1"}}  # fmt: skip
+    path.write_text(json.dumps({"mcpServers": {"lwc": foreign}}) + "\n")
+    [row] = [r for r in bob.ok("agent", "status", "cursor")["configs"] if r["scope"] == "project"]
+    assert row["state"] == "broken"
+    assert row["nextAction"] == "lwc agent install cursor --project --force"
+    bob.ok("agent", "install", "cursor", "--force")
+    assert json.loads(path.read_text())["mcpServers"]["lwc"] == {
+        "command": "lwc",
+        "args": ["serve", "--mcp", "--path", "${workspaceFolder}"],
+        "env": {"LOG": "1"},
+    }
+    # User scope, and project scope of a host that binds an absolute --path, stay absolute.
+    assert bob.ok("agent", "install", "cursor", "--user")["entry"]["command"] == str(bob.lwc)
+    claude = bob.ok("agent", "install", "claude-code", "--project")
+    assert claude["entry"]["command"] == str(bob.lwc)
+    assert any("a teammate runs" in note for note in claude["notes"])

@@ -178,7 +178,8 @@ def test_refused_page_leaves_store_unchanged(env: tuple[Path, Path], case: str) 
 
 
 def test_refused_sources_leave_store_unchanged(env: tuple[Path, Path]) -> None:
-    """Non-UTF-8 files, files over 64 MiB and a directory holding one are all refused."""
+    """Non-UTF-8 files, files over 64 MiB and (with --strict) a directory holding one are
+    all refused."""
     project, home = env
     (project / "bad.txt").write_bytes(b"ok then \xc3\x28 broken")
     with (project / "huge.txt").open("wb") as handle:
@@ -193,7 +194,7 @@ def test_refused_sources_leave_store_unchanged(env: tuple[Path, Path]) -> None:
         ("huge.txt", "source_too_large"),
         ("docs", "invalid_source"),
     ):
-        proc = run_lwc("source", "add", target, cwd=project, home=home)
+        proc = run_lwc("source", "add", target, "--strict", cwd=project, home=home)
         assert proc.returncode == 1, target
         assert err_code(proc) == code, target
         assert store_bytes(project) == before

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lwc_trio.actors.planes import GARBAGE
@@ -246,6 +246,9 @@ _JSON_VALUES = st.recursive(
     structured=st.dictionaries(st.text(), _JSON_VALUES, max_size=6),
     is_error=st.booleans(),
 )
+# An id past 64 bits sends the whole message down the `json` fallback, which wrote a small float
+# as `1e-09` where the spliced structured content (orjson) has `1e-9`.
+@example(request_id=-(2**63) - 1, structured={"": 1e-09}, is_error=False)
 def test_tool_response_is_the_encoded_response_byte_for_byte(
     request_id: int | str, structured: dict[str, Any], is_error: bool
 ) -> None:

@@ -7,7 +7,7 @@ readiness report). Synchronous and trio-free; the CLI front is `lwc_trio.cli.age
 """
 
 from lwc_trio.agents.doctor import doctor_report
-from lwc_trio.agents.files import backup_path, decode, read_config, write_config
+from lwc_trio.agents.files import backup_path, backup_root, decode, read_config, write_config
 from lwc_trio.agents.hosts import (
     ENTRY_NAME,
     HOSTS,
@@ -30,6 +30,7 @@ __all__ = [
     "Inspection",
     "Plan",
     "backup_path",
+    "backup_root",
     "decode",
     "desired_entry",
     "doctor_report",

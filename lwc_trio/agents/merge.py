@@ -18,7 +18,16 @@ from lwc_trio.agents import jsonc, tomlconf
 from lwc_trio.agents.hosts import ENTRY_NAME, Host, entry_matches
 from lwc_trio.exceptions import AgentError, ConfigSyntaxError, DuplicateKeyError
 
-__all__ = ["Inspection", "Plan", "codegraph_servers", "inspect", "plan_install", "plan_uninstall"]
+__all__ = [
+    "TRANSPORT_KEYS",
+    "Inspection",
+    "Plan",
+    "codegraph_servers",
+    "inspect",
+    "merged_entry",
+    "plan_install",
+    "plan_uninstall",
+]
 
 CODEGRAPH_WARNING = (
     "{file} already registers a CodeGraph server ({names}); lwc already includes CodeGraph "
@@ -34,6 +43,7 @@ class Plan:
     text: str | None  # the new file text when the file changes, else None
     existing: Any  # the `lwc` entry found before, or None
     codegraph: tuple[str, ...]  # names of CodeGraph servers already registered
+    entry: Any = None  # the `lwc` entry the file holds after an install
 
 
 @attrs.frozen
@@ -212,12 +222,37 @@ def _expected(host: Host, value: Any, entry: dict[str, Any] | None) -> Any:
     return expected
 
 
+TRANSPORT_KEYS = frozenset(
+    {"type", "command", "args", "url", "httpUrl", "serverUrl", "headers", "transport",
+     "http_headers", "env_http_headers", "bearer_token_env_var"}
+)  # fmt: skip
+"""Keys that say how a host reaches a server: lwc owns them in its entry. Every other key of
+an existing `lwc` entry (`env`, `cwd`, timeouts, `disabled`, `trust`, tool filters...) is the
+user's, and an install keeps it, also with `--force`."""
+
+
+def merged_entry(existing: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """`entry` plus the keys of `existing` lwc does not own, in `existing`'s key order."""
+    if not isinstance(existing, dict):
+        return entry
+    merged: dict[str, Any] = {}
+    for key, value in existing.items():
+        if key in entry:
+            merged[key] = entry[key]
+        elif key not in TRANSPORT_KEYS:
+            merged[key] = value
+    for key, value in entry.items():
+        merged.setdefault(key, value)
+    return merged
+
+
 def plan_install(
     host: Host, text: str | None, entry: dict[str, Any], *, force: bool, label: str
 ) -> Plan:
     """Plan writing `entry` as the `lwc` server into `text` (None: the file does not exist).
 
-    Unchanged when an equivalent entry is there (see `entry_matches`). Raises `AgentError`:
+    Unchanged when an equivalent entry is there (see `entry_matches`); a replaced entry keeps
+    the keys lwc does not own (`merged_entry`). Raises `AgentError`:
     `agent_config_invalid` for a malformed file, `agent_entry_conflict` for a different `lwc`
     entry without `force`, `agent_config_unsupported` when the edit cannot be made in place.
     """
@@ -227,30 +262,39 @@ def plan_install(
             if host.fmt == "toml"
             else jsonc.fresh(host.container, ENTRY_NAME, entry)
         )
-        return Plan("added", new, None, ())
+        return Plan("added", new, None, (), entry)
     fmt, parsed, value, servers = _load(host, text, label)
     codegraph = codegraph_servers(servers)
     existing = servers.get(ENTRY_NAME) if servers is not None else None
     present = servers is not None and ENTRY_NAME in servers
     if present and entry_matches(host, existing, entry):
-        return Plan("unchanged", None, existing, codegraph)
+        return Plan("unchanged", None, existing, codegraph, existing)
     if present and not force:
         raise AgentError(
             "agent_entry_conflict",
             f"{label} already has a different `{ENTRY_NAME}` server entry "
-            f"({json.dumps(existing, ensure_ascii=False)}); rerun with --force to replace it "
-            "(the old file is kept as a backup)",
+            f"({json.dumps(existing, ensure_ascii=False)}); rerun with --force to replace its "
+            "command (its other keys, such as `env`, are kept, and the old file is backed up)",
         )
+    merged = merged_entry(existing, entry) if present else entry
+
+    def put() -> str:
+        try:
+            return fmt.put(parsed, text, merged, replace=present)
+        except TypeError as exc:  # a kept value TOML cannot spell here (a date)
+            problem = f"the existing entry holds a value lwc cannot write ({exc})"
+            raise ConfigSyntaxError(problem) from None
+
     new = _edited(
         host,
-        lambda: fmt.put(parsed, text, entry, replace=present),
-        _expected(host, value, entry),
+        put,
+        _expected(host, value, merged),
         label=label,
         verb="replace",
         refused=f"replace it by hand with: {_snippet(host, entry)}",
         todo=f"add this entry under `{host.container}` by hand: {_snippet(host, entry)}",
     )
-    return Plan("replaced" if present else "added", new, existing, codegraph)
+    return Plan("replaced" if present else "added", new, existing, codegraph, merged)
 
 
 def plan_uninstall(host: Host, text: str | None, *, label: str) -> Plan:

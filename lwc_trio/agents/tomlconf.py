@@ -60,8 +60,14 @@ def _value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        # repr() spells every float as TOML does (`20.0`, `1e-07`, `inf`, `nan`).
+        return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        # A user's `env` (or other sub-table) kept by `--force`, written inline.
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
 
 
@@ -71,7 +77,8 @@ def _key(part: str) -> str:
 
 
 def dumps_table(path: tuple[str, ...], table: dict[str, Any], newline: str = "\n") -> str:
-    """`[a.b]` followed by `key = value` lines (strings, booleans, integers, their lists)."""
+    """`[a.b]` followed by `key = value` lines (strings, booleans, numbers, their lists, inline
+    tables). Raises `TypeError` for a value it cannot write (a date)."""
     lines = ["[" + ".".join(_key(p) for p in path) + "]"]
     lines += [f"{_key(k)} = {_value(v)}" for k, v in table.items()]
     return newline.join(lines) + newline

@@ -25,6 +25,7 @@ from lwc_trio.agents import (
     AgentError,
     Host,
     Plan,
+    backup_root,
     decode,
     desired_entry,
     doctor_report,
@@ -35,10 +36,10 @@ from lwc_trio.agents import (
     read_config,
     write_config,
 )
-from lwc_trio.agents.command import Launcher, find_launcher
+from lwc_trio.agents.command import BARE_COMMAND, Launcher, find_launcher
 from lwc_trio.agents.doctor import host_section
 from lwc_trio.agents.gates import host_gates
-from lwc_trio.agents.merge import CODEGRAPH_WARNING
+from lwc_trio.agents.merge import CODEGRAPH_WARNING, TRANSPORT_KEYS
 from lwc_trio.agents.status import status_rows
 from lwc_trio.cli.output import emit, fail, wants_json
 from lwc_trio.exceptions import PathRuleError, UsageError
@@ -145,14 +146,24 @@ def _warnings(plan: Plan, path: Path, launcher: Launcher, gates: list[dict[str, 
 
 
 def _notes(
-    host: Host, scope: str, project: Path | None, status: str, gates: list[dict[str, Any]]
+    host: Host, scope: str, project: Path | None, plan: Plan, gates: list[dict[str, Any]]
 ) -> list[str]:
     notes = []
-    if status in ("added", "replaced") and scope == "project" and host.workspace_var is None:
+    changed = plan.status in ("added", "replaced")
+    if changed and scope == "project" and host.workspace_var is None:
         notes.append(
             f"the entry binds --path to {project}, so it is specific to this checkout on this "
-            "machine"
+            "machine; a teammate runs `lwc agent install "
+            f"{host.key} --project --force` (or uses --user)"
         )
+    elif changed and scope == "project" and plan.entry["command"] == BARE_COMMAND:
+        notes.append(
+            "the entry runs `lwc` from PATH in ${workspaceFolder}, so it works for every "
+            "teammate who has `lwc` on PATH: it can be committed"
+        )
+    kept = [key for key in plan.entry or () if key not in TRANSPORT_KEYS]
+    if plan.status == "replaced" and kept:
+        notes.append("kept the existing entry's own keys: " + ", ".join(kept))
     if scope == "user" and host.workspace_var is None:
         notes.append(
             f"{host.name} starts this entry in the directory a session starts in: start it in a "
@@ -215,7 +226,13 @@ def _change_result(target: _Target, plan: Plan, args: argparse.Namespace) -> dic
     host, scope, path = target.host, target.scope, target.path
     backup = None
     if plan.text is not None and not args.dry_run:
-        backup = write_config(path, plan.text, original=target.original, private=scope == "user")
+        backup = write_config(
+            path,
+            plan.text,
+            original=target.original,
+            backups=backup_root(os.environ),
+            private=scope == "user",
+        )
     result: dict[str, Any] = {
         "host": host.key,
         "name": host.name,
@@ -239,15 +256,16 @@ def _install(args: argparse.Namespace) -> int:
     target = _target(args)
     host, scope, project, path = target.host, target.scope, target.project, target.path
     launcher = _launcher()
-    entry = desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
+    command = launcher.entry_command(host, scope)
+    entry = desired_entry(host, scope, command, project, prefix=launcher.prefix)
     plan = plan_install(host, target.text, entry, force=args.force, label=str(path))
     result = _change_result(target, plan, args)
     cwd, (session, broad) = Path(os.path.realpath(os.getcwd())), _project_or_reason()
     gates = host_gates(host, scope, session, os.environ, sys.platform, cwd=cwd, broad=broad)
-    result["entry"] = entry
+    result["entry"] = plan.entry
     result["gates"] = gates
     result["warnings"] = _warnings(plan, path, launcher, gates)
-    result["notes"] = _notes(host, scope, project, plan.status, gates)
+    result["notes"] = _notes(host, scope, project, plan, gates)
     emit(result, as_json=wants_json(args.json), human=_human_change)
     return 0
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.exceptions import WikiError
+from lwc_trio.memory import walk
+from lwc_trio.memory.walk import Skipped
 from lwc_trio.memory.writer import (
     MAX_TEXT_BYTES,
     PageInput,
@@ -38,6 +40,7 @@ __all__ = [
     "parse_front_matter",
     "parse_jsonl",
     "parse_page_file",
+    "parse_page_text",
     "read_source_inputs",
     "read_text",
 ]
@@ -129,18 +132,20 @@ def read_text(path: Path) -> str:
 
 
 def parse_page_file(path: Path) -> PageInput:
-    """A Page from a Markdown file; without front matter the slug is the file name and the
-    title the first `# ` heading (or the file name)."""
-    text = read_text(path)
-    parsed = parse_front_matter(text, name=str(path))
+    """A Page from a Markdown file (see `parse_page_text`)."""
+    return parse_page_text(read_text(path), name=str(path), stem=path.stem)
+
+
+def parse_page_text(text: str, *, name: str, stem: str) -> PageInput:
+    """A Page from a Markdown file's text; without front matter the slug is the file name's
+    `stem` and the title the first `# ` heading (or the stem). Raises `WikiError`."""
+    parsed = parse_front_matter(text, name=name)
     if parsed is not None:
         fields, body = parsed
-        fields.setdefault("slug", path.stem)
-        return page_from_mapping({**fields, "body": body}, where=str(path))
-    title = next(
-        (line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem
-    )
-    return page_from_mapping({"slug": path.stem, "title": title, "body": text}, where=str(path))
+        fields.setdefault("slug", stem)
+        return page_from_mapping({**fields, "body": body}, where=name)
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), stem)
+    return page_from_mapping({"slug": stem, "title": title, "body": text}, where=name)
 
 
 def parse_jsonl(path: Path) -> list[PageInput]:
@@ -163,42 +168,30 @@ def parse_jsonl(path: Path) -> list[PageInput]:
 # ----------------------------------------------------------------------- source files
 
 
-def _source_files(target: Path) -> list[tuple[Path, str]]:
-    """`(file, default title)`: the file itself, or a directory's regular non-hidden files
-    (recursively, symlinks skipped), sorted."""
-    if target.is_symlink():
-        raise WikiError("invalid_source", f"{target} is a symlink; give the file itself")
-    if target.is_file():
-        return [(target, target.name)]
-    if not target.is_dir():
-        raise WikiError("invalid_input", f"{target} does not exist")
-    found: list[tuple[Path, str]] = []
-    for directory, dirs, files in os.walk(target):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            path = Path(directory) / name
-            if not name.startswith(".") and path.is_file() and not path.is_symlink():
-                found.append((path, path.relative_to(target).as_posix()))
-    return found
-
-
-def read_source_inputs(target: Path, *, root: Path, title: str | None) -> list[SourceInput]:
+def read_source_inputs(
+    target: Path, *, root: Path, title: str | None, skipped: list[Skipped] | None = None
+) -> list[SourceInput]:
     """Read and check every Source file under `target` before anything is written.
 
-    `origin` is the path relative to the store `root` when inside it, else absolute. Raises
-    `WikiError` (`source_too_large` from `stat` before reading, `invalid_source`, ...).
+    A directory is walked by `walk.source_inputs` (`.gitignore`, skipped folders, no links);
+    its files that are not text go to `skipped`, or refuse the whole import when `skipped` is
+    None. `origin` is the path relative to the store `root` when inside it, else absolute.
+    Raises `WikiError` (`source_too_large` from `stat` before reading, `invalid_source`, ...).
     """
-    inputs: list[SourceInput] = []
-    for path, default_title in _source_files(target):
-        if path.stat().st_size > MAX_TEXT_BYTES:
-            raise WikiError("source_too_large", f"{path} is larger than 64 MiB")
-        with path.open("rb") as handle:
-            data = handle.read(MAX_TEXT_BYTES + 1)
-        text, digest = decode_source(data, name=str(path))
-        real = Path(os.path.realpath(path))
-        origin = real.relative_to(root).as_posix() if root in real.parents else str(real)
-        inputs.append(SourceInput(title or default_title, origin, text, digest))
-    return inputs
+    if target.is_symlink():
+        raise WikiError("invalid_source", f"{target} is a symlink; give the file itself")
+    if target.is_dir():
+        return list(walk.source_inputs(target, store_root=root, skipped=skipped))
+    if not target.is_file():
+        raise WikiError("invalid_input", f"{target} does not exist")
+    if target.stat().st_size > MAX_TEXT_BYTES:
+        raise WikiError("source_too_large", f"{target} is larger than 64 MiB")
+    with target.open("rb") as handle:
+        data = handle.read(MAX_TEXT_BYTES + 1)
+    text, digest = decode_source(data, name=str(target))
+    real = Path(os.path.realpath(target))
+    origin = real.relative_to(root).as_posix() if root in real.parents else str(real)
+    return [SourceInput(title or target.name, origin, text, digest)]
 
 
 # ------------------------------------------------------------------- whole-store export

@@ -246,19 +246,36 @@ def to_bytes(message: Any) -> bytes:
     a tool result). A non-finite number is written as `null`, never as `NaN`/`Infinity`.
 
     orjson first: an answer's ~13 KB encoded in about a fifteenth of the `json` module's
-    time (docs/benchmarks.md). It writes the same bytes except floats below 1e-4 or so
-    (`1e-7`, not `1e-07`: the same number). What it refuses (an int past 64 bits, a lone
-    surrogate, a key that is not a string, a subclass) takes the `json` module's path, so
-    the result or the error is what `json` gives.
+    time (docs/benchmarks.md). What it refuses (an int past 64 bits, a lone surrogate, a key
+    that is not a string, a subclass) is encoded part by part: orjson still writes every
+    value it takes, and only the refused values go the `json` module's way, so a message's
+    bytes do not depend on whether something elsewhere in it was refused (orjson writes
+    `1e-9` where `json` writes `1e-09`), and the error, if any, is what `json` gives.
     """
     try:
         return orjson.dumps(message, option=_FAST_OPTIONS)
     except TypeError:
         pass
+    if type(message) is dict:
+        items = (_key(key) + b":" + to_bytes(value) for key, value in message.items())
+        return b"{" + b",".join(items) + b"}"
+    if type(message) is list or type(message) is tuple:
+        return b"[" + b",".join(to_bytes(value) for value in message) + b"]"
+    return _json_bytes(message)
+
+
+def _key(key: Any) -> bytes:
+    """An object key as `json` writes it (non-string keys become strings, as `json` makes them)."""
+    if type(key) is str:
+        return to_bytes(key)
+    return _json_bytes({key: 0})[1:-3]
+
+
+def _json_bytes(value: Any) -> bytes:
     try:
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        text = json.dumps(finite(message), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(finite(value), ensure_ascii=False, separators=(",", ":"))
     return text.encode()
 
 

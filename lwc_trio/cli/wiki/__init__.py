@@ -35,6 +35,10 @@ from lwc_trio.memory.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.slugs import MAX_SLUG_BYTES
 from lwc_trio.memory.writer import IMPORT_BATCH
 
+STRICT_HELP = (
+    "for a DIR: refuse the whole import when a file is not UTF-8 text (default: skip and list it)"
+)
+
 __all__ = ["register"]
 
 DEFAULT_SHOW_CHARS = 20_000
@@ -138,6 +142,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--batch", type=Bounded(1), default=IMPORT_BATCH,
         help="pages per transaction (at least 1; default: %(default)s)",
     )  # fmt: skip
+    bulk.add_argument("--strict", action="store_true", help=STRICT_HELP)
     bulk.set_defaults(func=page_import)
 
     source = sub.add_parser(
@@ -156,6 +161,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument(
         "--title", help="the source's title, for a single FILE (default: its file name)"
     )
+    add.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add.set_defaults(func=source_add)
     slist = sources.add_parser(
         "list", parents=[common], help="list stored sources",

@@ -6,13 +6,14 @@ import argparse
 import functools
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import emit, fail, notice, wants_json
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.store import WRITE_BUSY_TIMEOUT_S
+from lwc_trio.memory.walk import Skipped
 from lwc_trio.memory.writer import Wiki
 
 Handler = Callable[[argparse.Namespace], int]
@@ -37,6 +38,20 @@ def out(args: argparse.Namespace, obj: Any, human: Callable[[Any], str]) -> int:
     """Print `obj` as JSON or as `human(obj)` (what `--json` and the terminal ask for); exit 0."""
     emit(obj, as_json=wants_json(args.json), human=human)
     return 0
+
+
+def skipped_json(skipped: Iterable[Skipped] | None) -> list[dict[str, str]]:
+    """A folder import's `skipped` list for its result, sorted by path."""
+    return [item.to_json() for item in sorted(skipped or (), key=lambda item: item.path)]
+
+
+def skipped_lines(result: dict[str, Any]) -> list[str]:
+    """The human lines for a folder import's `skipped` list (empty when nothing was skipped)."""
+    skipped = result.get("skipped") or []
+    if not skipped:
+        return []
+    lines = [f"Skipped {len(skipped)} (use --strict to refuse instead):"]
+    return lines + [f"  {item['path']}: {item['reason']}" for item in skipped]
 
 
 def page_counts(counts: dict[str, Any]) -> str:

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import fail, notice
-from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out, page_counts
+from lwc_trio.cli.wiki.console import (
+    Progress,
+    handles_errors,
+    open_wiki,
+    out,
+    page_counts,
+    skipped_json,
+    skipped_lines,
+)
 from lwc_trio.cli.wiki.stores import (
     every_row,
     first_found,
@@ -16,7 +24,8 @@ from lwc_trio.cli.wiki.stores import (
     suggesting,
     write_scope,
 )
-from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_file
+from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_text
+from lwc_trio.memory.walk import Skipped, page_inputs
 from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
 
 
@@ -111,9 +120,9 @@ def page_import(args: argparse.Namespace) -> int:
     source = Path(args.path)
     if (source / EXPORT_MARKER).is_file():
         raise fail("invalid_input", f"{source} is an lwc export; load it with `lwc import`")
+    skipped: list[Skipped] | None = None if args.strict else []
     if source.is_dir():
-        files = sorted(p for p in source.rglob("*.md") if p.is_file() and not p.is_symlink())
-        pages = [parse_page_file(p) for p in files]
+        pages = page_inputs(source, skipped=skipped, parse=parse_page_text)
     elif source.is_file():
         pages = parse_jsonl(source)
     else:
@@ -122,8 +131,12 @@ def page_import(args: argparse.Namespace) -> int:
     args.interrupt_note = lambda: _kept(progress)
     with open_wiki(require_store(scope)) as wiki, progress:
         counts = wiki.put_pages(pages, batch=args.batch, progress=progress)
-    result = {"scope": scope, **counts}
-    return out(args, result, lambda r: f"Imported: {page_counts(r)}")
+    result: dict[str, Any] = {"scope": scope, **counts}
+    if source.is_dir():
+        result["skipped"] = skipped_json(skipped)
+    return out(
+        args, result, lambda r: "\n".join([f"Imported: {page_counts(r)}", *skipped_lines(r)])
+    )
 
 
 def _kept(progress: Progress) -> str:

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import fail, style
-from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out
+from lwc_trio.cli.wiki.console import (
+    Progress,
+    handles_errors,
+    open_wiki,
+    out,
+    skipped_json,
+    skipped_lines,
+)
 from lwc_trio.cli.wiki.stores import (
     every_row,
     find_store,
@@ -22,6 +29,7 @@ from lwc_trio.exceptions import UsageError
 from lwc_trio.memory.engine import merge_rows, query_stores
 from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
 from lwc_trio.memory.transfer import read_source_inputs
+from lwc_trio.memory.walk import Skipped
 from lwc_trio.memory.writer import Wiki
 
 SEARCH_LIMIT_MAX = 50
@@ -34,16 +42,23 @@ def source_add(args: argparse.Namespace) -> int:
     if args.title is not None and target.is_dir():
         raise UsageError("invalid_usage", "--title applies to a single FILE, not a directory")
     store = require_store(scope)
-    inputs = read_source_inputs(target, root=store.parent.parent, title=args.title)
+    skipped: list[Skipped] | None = None if args.strict else []
+    inputs = read_source_inputs(target, root=store.parent.parent, title=args.title, skipped=skipped)
     args.interrupt_note = lambda: "nothing was written (a source add is one transaction)"
     with open_wiki(store) as wiki, Progress("Adding sources") as progress:
         added = wiki.add_sources(inputs, progress=progress if len(inputs) > 1 else None)
+    result: dict[str, Any] = {"scope": scope, "sources": added}
+    if target.is_dir():
+        result["skipped"] = skipped_json(skipped)
     return out(
         args,
-        {"scope": scope, "sources": added},
+        result,
         lambda r: "\n".join(
-            f"{s['id']}\t{s['title']}{'' if s['created'] else '  (already stored)'}"
-            for s in r["sources"]
+            [
+                f"{s['id']}\t{s['title']}{'' if s['created'] else '  (already stored)'}"
+                for s in r["sources"]
+            ]
+            + skipped_lines(r)
         ),
     )
 

@@ -1,0 +1,232 @@
+"""Folder imports finish: `.gitignore` and skipped folders honoured, non-text files listed."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from conftest_memory import err_code, out_json, run_lwc, snapshot
+
+from lwc_trio.memory.walk import SKIPPED_DIRS, Skipped, list_folder, source_inputs
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> tuple[Path, Path]:
+    """(project dir with an initialized store, home dir); no git repository."""
+    home, project = tmp_path / "home", tmp_path / "home" / "proj"
+    project.mkdir(parents=True)
+    out_json(run_lwc("init", "--no-git-exclude", cwd=project, home=home))
+    return project, home
+
+
+def git_init(project: Path) -> None:
+    """A real git work tree (the user's global config is the scratch HOME's: none)."""
+    subprocess.run(["git", "init", "-q", str(project)], check=True, env=_git_env(project))
+
+
+def _git_env(project: Path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(project.parent), "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def write(root: Path, files: Mapping[str, bytes | str]) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            path.write_bytes(content)
+
+
+def titles(result: dict[str, object]) -> list[str]:
+    sources = result["sources"]
+    assert isinstance(sources, list)
+    return sorted(str(s["title"]) for s in sources)
+
+
+def test_source_add_dir_skips_a_binary_file_and_lists_it(env: tuple[Path, Path]) -> None:
+    """3 text files and a PNG: the text is stored, the PNG listed with its reason; --strict
+    keeps the old all-or-nothing refusal and writes nothing."""
+    project, home = env
+    write(project / "mixed", {"a.txt": "alpha", "b.md": "beta", "sub/c.txt": "gamma", "c.png": PNG})
+    before = snapshot(project / ".lwc")
+    strict = run_lwc("source", "add", "mixed", "--strict", cwd=project, home=home)
+    assert strict.returncode == 1
+    assert err_code(strict) == "invalid_source"
+    assert "mixed/c.png is not UTF-8 (byte 0)" in strict.stderr.decode()
+    assert snapshot(project / ".lwc") == before
+    result = out_json(run_lwc("source", "add", "mixed", cwd=project, home=home))
+    assert titles(result) == ["a.txt", "b.md", "sub/c.txt"]
+    assert result["skipped"] == [{"path": "mixed/c.png", "reason": "not UTF-8 (byte 0)"}]
+
+
+def test_source_add_dir_honours_gitignore_and_skips_dependency_folders(
+    env: tuple[Path, Path],
+) -> None:
+    """In a git work tree, what .gitignore ignores is not read; node_modules, dist,
+    __pycache__ and .venv are never read, tracked or not."""
+    project, home = env
+    git_init(project)
+    write(
+        project,
+        {
+            ".gitignore": "secret.txt\nlogs/\n*.log\n",
+            "src/app.py": "print('app')",
+            "src/secret.txt": "password",
+            "src/logs/today.txt": "log line",
+            "src/run.log": "log",
+            "src/node_modules/dep/index.js": "module",
+            "src/dist/bundle.js": "bundle",
+            "src/pkg/__pycache__/m.cpython-312.pyc": "cache",
+            "src/.venv/lib/site.py": "venv",
+            "src/README.md": "readme",
+        },
+    )
+    subprocess.run(
+        ["git", "-C", str(project), "add", "src/dist/bundle.js"], check=True, env=_git_env(project)
+    )
+    result = out_json(run_lwc("source", "add", "src", cwd=project, home=home))
+    assert titles(result) == ["README.md", "app.py"]
+    assert sorted(item["path"] for item in result["skipped"]) == [
+        "src/dist/",
+        "src/node_modules/",
+        "src/pkg/__pycache__/",
+    ]
+
+
+def test_source_add_dir_outside_git_still_skips_default_folders(env: tuple[Path, Path]) -> None:
+    """Without a work tree the walk is plain (no .gitignore) but still skips the folder list."""
+    project, home = env
+    write(
+        project / "docs",
+        {
+            ".gitignore": "b.txt\n",
+            "a.txt": "a",
+            "b.txt": "b",
+            "node_modules/x.js": "x",
+            "target/debug/out.txt": "t",
+        },
+    )
+    result = out_json(run_lwc("source", "add", "docs", cwd=project, home=home))
+    assert titles(result) == ["a.txt", "b.txt"]
+    assert [s["path"] for s in result["skipped"]] == ["docs/node_modules/", "docs/target/"]
+
+
+@pytest.mark.parametrize("in_git", [False, True])
+def test_folder_walk_never_follows_a_symlink_out(tmp_path: Path, in_git: bool) -> None:
+    """A link to a file or a folder outside is listed as skipped, and its target never read."""
+    outside = tmp_path / "outside"
+    write(outside, {"secret.txt": "top secret", "dir/inner.txt": "inner secret"})
+    folder = tmp_path / "folder"
+    write(folder, {"ok.txt": "fine"})
+    (folder / "file-link.txt").symlink_to(outside / "secret.txt")
+    (folder / "dir-link").symlink_to(outside / "dir")
+    if in_git:
+        git_init(folder)
+    skipped: list[Skipped] = []
+    inputs = list(source_inputs(folder, store_root=tmp_path, skipped=skipped))
+    assert [(s.title, s.content) for s in inputs] == [("ok.txt", "fine")]
+    reasons = {item.path.rsplit("/", 1)[-1]: item.reason for item in skipped}
+    assert reasons == {
+        "dir-link": "a symbolic link (links are not followed)",
+        "file-link.txt": "a symbolic link (links are not followed)",
+    }
+
+
+def test_folder_walk_does_not_open_a_fifo(tmp_path: Path) -> None:
+    """A FIFO in the folder is skipped without being opened (opening it would block)."""
+    folder = tmp_path / "folder"
+    write(folder, {"a.txt": "a"})
+    os.mkfifo(folder / "pipe.txt")
+    skipped: list[Skipped] = []
+    inputs = list(source_inputs(folder, store_root=tmp_path, skipped=skipped))
+    assert [s.title for s in inputs] == ["a.txt"]
+    assert [(s.path, s.reason) for s in skipped] == [
+        (f"{folder.as_posix()}/pipe.txt", "not a regular file")
+    ]
+
+
+def test_skipped_dirs_include_the_documented_ones(tmp_path: Path) -> None:
+    """The default list holds the folders docs/cli.md promises, and the walk applies it."""
+    promised = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+                "dist", "build", "target", ".mypy_cache", ".pytest_cache", ".lwc", ".codegraph"}  # fmt: skip
+    assert promised <= SKIPPED_DIRS
+    write(tmp_path / "f", {f"{name}/x.txt": "x" for name in sorted(promised)} | {"keep.txt": "k"})
+    assert list_folder(tmp_path / "f").files == ("keep.txt",)
+
+
+def test_page_import_dir_names_both_files_of_a_repeated_slug(env: tuple[Path, Path]) -> None:
+    """`a/index.md` and `b/index.md` both give slug `index`: the error names both files and
+    nothing is written."""
+    project, home = env
+    write(project / "md", {"a/index.md": "# A\n", "b/index.md": "# B\n", "c.md": "# C\n"})
+    before = snapshot(project / ".lwc")
+    proc = run_lwc("page", "import", "md", cwd=project, home=home)
+    assert proc.returncode == 1
+    assert err_code(proc) == "invalid_page"
+    message = proc.stderr.decode()
+    assert "md/a/index.md" in message
+    assert "md/b/index.md" in message
+    assert snapshot(project / ".lwc") == before
+
+
+def test_page_import_dir_skips_non_utf8_and_strict_refuses(env: tuple[Path, Path]) -> None:
+    """A Markdown file that is not UTF-8 is skipped and listed; --strict refuses the import."""
+    project, home = env
+    write(
+        project / "md",
+        {"good.md": "# Good\n\ntext", "bad.md": b"# Bad \xff\n", "node_modules/n.md": "# N"},
+    )
+    before = snapshot(project / ".lwc")
+    strict = run_lwc("page", "import", "md", "--strict", cwd=project, home=home)
+    assert (strict.returncode, err_code(strict)) == (1, "invalid_import")
+    assert snapshot(project / ".lwc") == before
+    result = out_json(run_lwc("page", "import", "md", cwd=project, home=home))
+    assert (result["created"], result["skipped"]) == (
+        1,
+        [
+            {"path": "md/bad.md", "reason": "not UTF-8 (byte 6)"},
+            {"path": "md/node_modules/", "reason": "dependency, build or VCS folder"},
+        ],
+    )
+
+
+def test_skipped_files_are_listed_for_people_on_a_terminal(env: tuple[Path, Path]) -> None:
+    """On a terminal the skipped files are printed as lines a person reads, not JSON."""
+    project, home = env
+    write(project / "mixed", {"a.txt": "alpha", "c.png": PNG})
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lwc_trio", "source", "add", "mixed"],
+            cwd=project,
+            env={**os.environ, "HOME": str(home), "NO_COLOR": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0, proc.stderr
+    text = drawn.decode().replace("\r\n", "\n")
+    assert "Skipped 1 (use --strict to refuse instead):\n  mixed/c.png: not UTF-8 (byte 0)" in text
+    assert "{" not in text
