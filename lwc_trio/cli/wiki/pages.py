@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,10 @@ def page_import(args: argparse.Namespace) -> int:
     else:
         raise fail("invalid_input", f"{source} is neither a directory nor a .jsonl file")
     progress = Progress("Importing pages")
-    args.interrupt_note = lambda: _kept(progress)
-    with open_wiki(require_store(scope)) as wiki, progress:
-        counts = wiki.put_pages(pages, batch=args.batch, progress=progress)
+    stop = _StopAfterBatch(progress)
+    args.interrupt_note = stop.kept
+    with open_wiki(require_store(scope)) as wiki, progress, stop:
+        counts = wiki.put_pages(pages, batch=args.batch, progress=stop)
     result: dict[str, Any] = {"scope": scope, **counts}
     if source.is_dir():
         result["skipped"] = skipped_json(skipped)
@@ -139,11 +141,44 @@ def page_import(args: argparse.Namespace) -> int:
     )
 
 
-def _kept(progress: Progress) -> str:
-    """What a Ctrl-C during `page import` kept (put_pages reports after each commit)."""
-    if not progress.done:
-        return "nothing was written"
-    return (
-        f"{progress.done:,} of {progress.total:,} pages written; run the same command again to "
-        "finish"
-    )
+class _StopAfterBatch:
+    """Ctrl-C during `page import` stops at the next batch boundary, so what was kept is
+    exactly what the message says.
+
+    `put_pages` reports progress after each batch commits; a first Ctrl-C only asks to stop,
+    and the next report (outside any transaction) raises KeyboardInterrupt. A second Ctrl-C
+    stops at once, rolling the batch in flight back.
+    """
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.requested = False
+        self.exact = True
+        self.previous: Any = None
+
+    def __enter__(self) -> _StopAfterBatch:
+        self.previous = signal.signal(signal.SIGINT, self._interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+    def _interrupt(self, _signum: int, _frame: Any) -> None:
+        if self.requested:
+            self.exact = False  # a batch may commit as this exception unwinds
+            raise KeyboardInterrupt
+        self.requested = True
+        notice("\nStopping after the current batch (Ctrl-C again to stop at once)…")
+
+    def __call__(self, done: int, total: int) -> None:
+        self.progress(done, total)
+        if self.requested and done < total:
+            raise KeyboardInterrupt
+
+    def kept(self) -> str:
+        """What the Ctrl-C kept (batches already committed stay)."""
+        done, total = self.progress.done, self.progress.total
+        if not done:
+            return "nothing was written" if self.exact else "at most one batch was written"
+        counted = f"{done:,}" if self.exact else f"at least {done:,}"
+        return f"{counted} of {total:,} pages written; run the same command again to finish"
