@@ -9,8 +9,7 @@ from pathlib import Path
 from conftest import REPO
 
 from lwc_trio import __version__
-from lwc_trio.agents import find_host
-from lwc_trio.agents.command import Launcher, check_command, find_launcher
+from lwc_trio.agents.command import check_command, find_launcher
 
 
 def _script(path: Path, body: str) -> Path:
@@ -59,20 +58,3 @@ def test_commands_that_do_not_run_say_why(tmp_path: Path) -> None:
     check = check_command("lwc", ["serve", "--mcp"], env)
     assert check.runs is True
     assert "a host with a shorter PATH" in str(check.problem)
-
-
-def test_only_a_shareable_project_entry_runs_the_bare_lwc() -> None:
-    """Bare `lwc` for a VS Code/Cursor project entry when `lwc` is on PATH; absolute for the
-    user scope, for hosts whose project entry binds an absolute --path, and off PATH."""
-    on_path = Launcher("/opt/bin/lwc", (), "path")
-    installer = Launcher("/venv/bin/lwc", (), "installer")
-    for key in ("cursor", "vscode"):
-        found = find_host(key)
-        assert found is not None
-        assert on_path.entry_command(found, "project") == "lwc"
-        assert on_path.entry_command(found, "user") == "/opt/bin/lwc"
-        assert installer.entry_command(found, "project") == "/venv/bin/lwc"
-    for key in ("claude-code", "codex", "gemini"):
-        found = find_host(key)
-        assert found is not None
-        assert on_path.entry_command(found, "project") == "/opt/bin/lwc"

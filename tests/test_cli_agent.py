@@ -166,7 +166,7 @@ def test_cursor_project_keeps_comments(env: Env) -> None:
     install_twice(env, path, "cursor")
     assert path.read_text() == (
         '{\n  // shared with the team\n  "mcpServers": {\n    "db": {"url": "http://localhost:9"},'
-        " // local only\n" + cursor_entry("lwc")  # the bare `lwc` on PATH: shareable
+        " // local only\n" + cursor_entry(str(env.lwc))
     )
 
 
@@ -201,7 +201,7 @@ def test_vscode_project_jsonc_with_inputs_and_trailing_commas(env: Env) -> None:
         '\t\t"fs": {"type": "stdio", "command": "npx", "args": ["fs"]},\n'
         '\t\t"lwc": {\n'
         '\t\t\t"type": "stdio",\n'
-        '\t\t\t"command": "lwc",\n'
+        f'\t\t\t"command": "{env.lwc}",\n'
         '\t\t\t"args": ["serve", "--mcp", "--path", "${workspaceFolder}"]\n'
         "\t\t},\n"
         "\t},\n"
@@ -450,8 +450,7 @@ def test_uninstall_removes_only_our_entry(env: Env, host: str) -> None:
     result = env.ok("agent", "uninstall", host, flag)
     assert result["status"] == "removed"
     assert result["written"] is True
-    shared = flag == "--project" and host in ("cursor", "vscode")
-    assert result["removed"]["command"] == ("lwc" if shared else str(env.lwc))
+    assert result["removed"]["command"] == str(env.lwc)
     assert path.read_text() == original
     assert len(backups(path)) == 2  # one per change
     after = env.snapshot()
@@ -626,8 +625,9 @@ def test_human_output_on_a_terminal(
     out = capsys.readouterr().out
     assert out == (
         f"Cursor (project): added `lwc` to {env.project / '.cursor' / 'mcp.json'}\n"
-        "  note: the entry runs `lwc` from PATH in ${workspaceFolder}, so it works for every "
-        "teammate who has `lwc` on PATH: it can be committed\n"
+        f"  note: the entry runs {env.lwc}, so it is specific to this machine; a teammate runs "
+        "`lwc agent install cursor --project --force`, which rewrites only the command (or "
+        "uses --user)\n"
     )
     assert main(["agent", "status", "cursor"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -915,38 +915,62 @@ def test_force_keeps_the_keys_lwc_does_not_own(env: Env) -> None:
     }
 
 
-def test_committed_project_entry_works_for_a_teammate(tmp_path: Path) -> None:
-    """Issue 23 #7: a Cursor/VS Code project entry runs the bare `lwc` (on PATH when it was
-    installed), so a teammate's checkout elsewhere, with their own `lwc` on PATH, is
-    registered as it is; an entry naming another machine's lwc is reported broken, and
-    `--force` turns it into the shareable entry, keeping its `env`."""
+@pytest.mark.parametrize("host", sorted(PROJECT_FILES))
+@pytest.mark.parametrize("scope", ["--project", "--user"])
+def test_every_entry_runs_an_absolute_lwc(env: Env, host: str, scope: str) -> None:
+    """SPEC §7: every host and scope, a committed project file included, gets the absolute
+    `lwc` found on PATH — never a bare `lwc` a GUI editor's short PATH cannot find."""
+    result = env.ok("agent", "install", host, scope)
+    assert result["entry"]["command"] == str(env.lwc)
+    assert os.path.isabs(result["entry"]["command"])
+    if scope == "--project":
+        [note] = [n for n in result["notes"] if "a teammate runs" in n]
+        assert f"the entry runs {env.lwc}" in note
+        assert f"`lwc agent install {host} --project --force`" in note
+
+
+@pytest.mark.parametrize("host", ["cursor", "vscode", "claude-code", "codex", "gemini"])
+def test_a_committed_project_entry_is_broken_for_a_teammate_until_force(
+    tmp_path: Path, host: str
+) -> None:
+    """Issue 23 #7 under SPEC §7: a committed project entry names the machine's absolute
+    `lwc`. In a teammate's checkout (another machine, another folder) `lwc agent status`
+    reports it `broken` and names `lwc agent install HOST --project --force`, which rewrites
+    only how the server is started, keeping the teammate's own keys; then it is registered."""
     alice, bob = Env(tmp_path / "alice"), Env(tmp_path / "bob")
-    for host in ("cursor", "vscode"):
-        env_result = alice.ok("agent", "install", host)
-        assert env_result["entry"]["command"] == "lwc"
-        shared = alice.project / PROJECT_FILES[host]
-        mine = bob.project / PROJECT_FILES[host]
-        mine.parent.mkdir(parents=True)
-        mine.write_bytes(shared.read_bytes())
-        [row] = [r for r in bob.ok("agent", "status", host)["configs"] if r["scope"] == "project"]
-        assert (row["state"], row["command"]["runs"]) == ("registered", True)
-        assert row["command"]["resolved"] == str(bob.lwc)
-    # What lwc wrote before: alice's absolute path, committed.
-    path = bob.project / ".cursor" / "mcp.json"
-    foreign = {"command": str(alice.lwc) + "-gone", "args": ["serve", "--mcp", "--path",
-               "${workspaceFolder}"], "env": {"LOG": "1"}}  # fmt: skip
-    path.write_text(json.dumps({"mcpServers": {"lwc": foreign}}) + "\n")
-    [row] = [r for r in bob.ok("agent", "status", "cursor")["configs"] if r["scope"] == "project"]
-    assert row["state"] == "broken"
-    assert row["nextAction"] == "lwc agent install cursor --project --force"
-    bob.ok("agent", "install", "cursor", "--force")
-    assert json.loads(path.read_text())["mcpServers"]["lwc"] == {
-        "command": "lwc",
-        "args": ["serve", "--mcp", "--path", "${workspaceFolder}"],
-        "env": {"LOG": "1"},
-    }
-    # User scope, and project scope of a host that binds an absolute --path, stay absolute.
-    assert bob.ok("agent", "install", "cursor", "--user")["entry"]["command"] == str(bob.lwc)
-    claude = bob.ok("agent", "install", "claude-code", "--project")
-    assert claude["entry"]["command"] == str(bob.lwc)
-    assert any("a teammate runs" in note for note in claude["notes"])
+    alice.ok("agent", "install", host, "--project")
+    shared, mine = alice.project / PROJECT_FILES[host], bob.project / PROJECT_FILES[host]
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_bytes(shared.read_bytes())
+    alice.lwc.unlink()  # alice's lwc is on another machine: nothing at that path for bob
+    assert str(alice.lwc) in mine.read_text()
+
+    def project_row() -> dict[str, Any]:
+        status = bob.ok("agent", "status", host)
+        [row] = [r for r in status["configs"] if r["scope"] == "project"]
+        assert isinstance(row, dict)
+        return row
+
+    row = project_row()
+    assert (row["state"], row["registered"]) == ("broken", True)
+    assert "does not exist" in row["command"]["problem"]
+    assert row["nextAction"] == f"lwc agent install {host} --project --force"
+    # The teammate's own tuning of the entry, which --force must keep.
+    text = mine.read_text()
+    if host == "codex":
+        text += '[mcp_servers.lwc.env]\nLOG = "1"\n'
+    else:
+        config = json.loads(text)
+        [servers] = [v for v in config.values() if isinstance(v, dict) and "lwc" in v]
+        servers["lwc"]["env"] = {"LOG": "1"}
+        text = json.dumps(config, indent=2) + "\n"
+    mine.write_text(text)
+    fixed = bob.ok("agent", "install", host, "--project", "--force")
+    assert fixed["status"] == "replaced"
+    assert fixed["entry"]["command"] == str(bob.lwc)
+    assert fixed["entry"]["env"] == {"LOG": "1"}
+    assert "kept the existing entry's own keys: env" in fixed["notes"]
+    assert str(alice.lwc) not in mine.read_text()
+    row = project_row()
+    assert (row["state"], row["command"]["runs"]) == ("registered", True)
+    assert row["entry"]["env"] == {"LOG": "1"}

@@ -229,6 +229,19 @@ def test_status_codes(
         assert response_headers["allow"] == "POST"
 
 
+def test_a_duplicate_key_is_answered_with_the_request_id(shared: Server) -> None:
+    """A key repeated inside `arguments`: 400, -32600, and the request's own id (SPEC §1.3:
+    id null unless usable), not `null`."""
+    body = (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lwc_explore",'
+        b'"arguments":{"query":"a","query":"b"}}}'
+    )
+    status, _, data = request(shared.port, body=body)
+    answer = json.loads(data)
+    assert (status, answer["id"], answer["error"]["code"]) == (400, 5, -32600), data
+    assert answer["error"]["data"]["kind"] == "invalid_request"
+
+
 def test_ping_initialize_and_tools_list(shared: Server) -> None:
     """Protocol methods answer 200 with the negotiated version and the single tool."""
     body = json.dumps(
@@ -349,8 +362,9 @@ def test_chunked_oversize_body_is_cut_off_at_the_cap(shared: Server) -> None:
 def test_clients_hanging_up_mid_body_never_take_the_server_down(shared: Server) -> None:
     """Hundreds of clients dropping the line while their 413 is written leave the server up.
 
-    Stock hypercorn 0.18 exits on about one in four of these (its reader and
-    writer collide on the socket); the transport contains that per connection.
+    Stock hypercorn 0.18 exited on about one in four of these (its reader and writer
+    collided on the socket); the transport has one writer per connection and contains any
+    failure to that connection.
     """
     head = (
         f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{shared.port}\r\n"

@@ -374,7 +374,7 @@ def _closing_frees_the_slots(srv: Any, probe: bytes, socks: list[socket.socket])
     assert status == 200
 
 
-# -- lwc's own HTTP/1.1 loop: pipelining, and HTTP/2 still through hypercorn -----------------
+# -- pipelining, and HTTP/2 clients ----------------------------------------------------
 
 
 def test_pipelined_tool_calls_behind_a_call_are_each_answered(server: Any) -> None:
@@ -409,40 +409,57 @@ def test_closing_a_pipelined_connection_cancels_the_running_call(server: Any) ->
     _closing_frees_the_slots(srv, probe, socks)
 
 
-def test_http2_prior_knowledge_is_served_by_hypercorn(server: Any) -> None:
-    """A connection that opens with HTTP/2's preface is handed to hypercorn's HTTP/2."""
-    h2_connection = pytest.importorskip("h2.connection")
-    h2_events = pytest.importorskip("h2.events")
-    srv = server()
-    conn = h2_connection.H2Connection()
-    conn.initiate_connection()
-    headers = [
-        (":method", "POST"),
-        (":path", "/"),
-        (":scheme", "http"),
-        (":authority", f"127.0.0.1:{srv.port}"),
-        ("content-type", "application/json"),
-        ("content-length", str(len(PING))),
-    ]
-    conn.send_headers(1, headers)
-    conn.send_data(1, PING, end_stream=True)
-    status, body, ended = None, b"", False
-    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
-        sock.sendall(conn.data_to_send())
-        while not ended:
-            data = sock.recv(65_536)
-            assert data, (status, body)
-            for event in conn.receive_data(data):
-                if isinstance(event, h2_events.ResponseReceived):
-                    status = dict(event.headers)[b":status"]
-                elif isinstance(event, h2_events.DataReceived):
-                    body += event.data
-                    conn.acknowledge_received_data(event.flow_controlled_length, 1)
-                elif isinstance(event, h2_events.StreamEnded):
-                    ended = True
-            sock.sendall(conn.data_to_send())
-    assert status == b"200"
-    assert json.loads(body) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame (RFC 9113 §4.1), built by hand: no HTTP/2 library in the tests."""
+    return (
+        len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+    )
+
+
+def _http2_get_then_reset(port: int) -> bytes:
+    """The HTTP/2 preface, SETTINGS, `GET /` on stream 1 with END_STREAM, then RST_STREAM."""
+    authority = f"127.0.0.1:{port}".encode()
+    # HPACK: indexed :method GET, :path /, :scheme http; :authority as a literal (RFC 7541).
+    block = b"\x82\x84\x86\x01" + bytes([len(authority)]) + authority
+    return (
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + _frame(0x4, 0x0, 0)  # SETTINGS
+        + _frame(0x1, 0x5, 1, block)  # HEADERS, END_STREAM | END_HEADERS
+        + _frame(0x3, 0x0, 1, (0x8).to_bytes(4, "big"))  # RST_STREAM, CANCEL
+    )
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "remote-without-token"])
+def test_http2_prefaces_with_reset_streams_cannot_lock_fresh_clients_out(
+    server: Any, tmp_path: Path, remote: bool
+) -> None:
+    """Three times the connection cap of clients each send HTTP/2's preface, SETTINGS, a
+    `GET /` and then RST_STREAM (in remote mode without the token): every one is closed
+    within the test's generous wait, and ten fresh HTTP/1.1 pings all get 200. Before
+    (HTTP/2 through hypercorn), reset streams never marked a connection idle: they stayed
+    open past the idle and read deadlines, filled the cap, and fresh pings got 503."""
+    flags: tuple[str, ...] = ()
+    headers = None
+    if remote:
+        token = tmp_path / "token"
+        token.write_text("tok-h2\n")
+        flags = ("--http-allow-remote", "--http-token-file", str(token))
+        headers = {"content-type": "application/json", "authorization": "Bearer tok-h2"}
+    srv = server("read=1,idle=1,connections=16", *flags)
+    socks = []
+    try:
+        for _ in range(48):
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
+            with contextlib.suppress(OSError):  # refused at the cap: closed under us
+                sock.sendall(_http2_get_then_reset(srv.port))
+            socks.append(sock)
+        statuses = [request(srv.port, body=PING, headers=headers)[0] for _ in range(10)]
+        assert statuses == [200] * 10
+        still_open = [sock for sock in socks if not _read_until_closed(sock)[1]]
+        assert not still_open, f"{len(still_open)} of {len(socks)} HTTP/2 clients still open"
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def test_a_refusal_to_a_client_awaiting_100_continue_closes_at_once(server: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -221,11 +222,12 @@ def test_listen_host_is_allowed_but_wildcards_are_not() -> None:
     [
         ([], False),
         ([(b"host", f"127.0.0.1:{PORT}".encode())] * 2, False),
-        ([(b":authority", f"localhost:{PORT}".encode())], True),
+        ([(b"host", f"localhost:{PORT}".encode())], True),
+        ([(b":authority", f"localhost:{PORT}".encode())], False),
     ],
 )
 def test_host_header_must_appear_once(headers: list[tuple[bytes, bytes]], allowed: bool) -> None:
-    """A missing or repeated Host is refused; HTTP/2's :authority stands in for Host."""
+    """A missing or repeated Host is refused; nothing stands in for it (no HTTP/2)."""
     refused = check_head(POLICY, Head("POST", "/mcp", headers))
     assert refused is not None
     assert (refused.status != 403) is allowed
@@ -274,7 +276,7 @@ def test_other_methods_get_405_with_allow_post_and_no_cors(method: str) -> None:
     refused = check_head(POLICY, head(method))
     assert refused is not None
     assert refused.status == 405
-    headers = dict(refused.asgi_headers())
+    headers = dict(refused.header_list())
     assert headers[b"allow"] == b"POST"
     assert not [name for name in headers if name.startswith(b"access-control-")]
 
@@ -415,7 +417,7 @@ def test_notifications_and_client_responses_are_202_without_body(body: bytes) ->
     assert routed == http_rules.ACCEPTED
     assert isinstance(routed, Response)
     assert routed.body == b""
-    assert dict(routed.asgi_headers()) == {b"content-length": b"0"}
+    assert dict(routed.header_list()) == {b"content-length": b"0"}
 
 
 def test_requests_go_to_the_dispatcher() -> None:
@@ -428,7 +430,7 @@ def test_replies_and_busy_carry_json_and_retry_after() -> None:
     """Answers are application/json with a length; 503 names the request and says when to retry."""
     ok = http_rules.reply(jsonrpc.result(3, {}))
     assert ok.status == 200
-    assert dict(ok.asgi_headers()) == {
+    assert dict(ok.header_list()) == {
         b"content-type": b"application/json",
         b"content-length": str(len(ok.body)).encode(),
     }
@@ -450,8 +452,7 @@ def test_content_length_with_transfer_encoding_is_400_and_closes() -> None:
     assert status_kind(response) == (400, "ambiguous_framing")
     assert response is not None
     assert response.close
-    assert (b"connection", b"close") in response.asgi_headers(http1=True)
-    assert all(name != b"connection" for name, _ in response.asgi_headers(http1=False))
+    assert (b"connection", b"close") in response.header_list()
     assert check_head(POLICY, head(transfer_encoding="chunked")) is None
     assert check_head(POLICY, head(content_length="40")) is None
 
@@ -520,19 +521,26 @@ def test_timeout_and_refusal_answers_close_and_serialise_as_http1() -> None:
     refused = http_rules.too_many_connections(256)
     assert status_kind(refused) == (503, "server_busy")
     assert error_of(refused)["code"] == jsonrpc.SERVER_BUSY
+    assert (timed_out.reason, refused.reason) == (b"Request Timeout", b"Service Unavailable")
     for response in (timed_out, refused):
         assert response.close
-        raw = response.http1_bytes()
-        head_bytes, _, body = raw.partition(b"\r\n\r\n")
-        lines = head_bytes.split(b"\r\n")
-        assert lines[0] == b"HTTP/1.1 %d %s" % (
-            response.status,
-            b"Request Timeout" if response.status == 408 else b"Service Unavailable",
-        )
-        assert b"connection: close" in lines
-        assert b"content-length: %d" % len(body) in lines
-        assert body == response.body
-    assert b"retry-after: 1" in refused.http1_bytes()
+        headers = response.header_list(date=b"Thu, 03 Dec 2026 12:00:00 GMT")
+        assert (b"connection", b"close") in headers
+        assert (b"content-length", b"%d" % len(response.body)) in headers
+        assert (b"date", b"Thu, 03 Dec 2026 12:00:00 GMT") in headers
+    assert (b"retry-after", b"1") in refused.header_list()
+
+
+@pytest.mark.parametrize("version", [b"2.0", b"0.9", b"3.0"])
+def test_anything_but_http_1_is_refused_first_with_505_and_a_close(version: bytes) -> None:
+    """HTTP/2's prior-knowledge preface parses as `PRI * HTTP/2.0`: refused before any other
+    check (no Host, no path, no method would matter), and the connection closes."""
+    refused = check_head(POLICY, Head("PRI", "*", [], version))
+    assert status_kind(refused) == (505, "unsupported_http_version")
+    assert refused is not None
+    assert refused.close
+    assert check_head(POLICY, head()) is None
+    assert check_head(POLICY, attrs.evolve(head(), http_version=b"1.0")) is None
 
 
 @pytest.mark.parametrize(

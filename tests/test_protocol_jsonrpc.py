@@ -61,7 +61,7 @@ def _assert_reply(msg: Any, code: int, kind: str, rid: Any) -> dict[str, Any]:
     return reply
 
 
-# --- strict parsing: -32700 (duplicates: -32600), always id null -----------------------------
+# --- strict parsing: -32700 (duplicates: -32600), id null unless usable ---------------------
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 
@@ -95,10 +95,10 @@ _PARSE_TABLE = [
     pytest.param(b"   ", -32700, id="blank"),
     pytest.param(b'{"jsonrpc":"2.0"', -32700, id="truncated"),
     pytest.param(b"nan", -32700, id="bare-nan"),
-    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"x"}', -32600, id="dup-method"),
     pytest.param(b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}', -32600, id="dup-id"),
-    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"a":1}}', -32600),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"id":1,"method":"ping"}', -32600, id="same-id-twice"),
     pytest.param(b'[{"a":1,"a":2}]', -32600, id="dup-in-array"),
+    pytest.param(b'{"jsonrpc":"2.0","id":true,"a":1,"a":2}', -32600, id="dup-with-bool-id"),
 ]
 
 
@@ -107,6 +107,31 @@ def test_strict_parse_table(frame: bytes, code: int) -> None:
     """Non-RFC-8259 input is -32700 parse_error and duplicate keys -32600, both with id null."""
     kind = "parse_error" if code == -32700 else "invalid_request"
     _assert_reply(parse_message(frame), code, kind, None)
+
+
+_CALL_WITH_DUPLICATE = (
+    b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lwc_explore",'
+    b'"arguments":{"query":"a","query":"b"}}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("frame", "rid"),
+    [
+        pytest.param(_CALL_WITH_DUPLICATE, 5, id="dup-in-arguments"),
+        pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"x"}', 1, id="dup-method"),
+        pytest.param(b'{"jsonrpc":"2.0","id":"a","method":"ping","params":{"a":1,"a":1}}', "a"),
+        pytest.param(b'{"id":7,"jsonrpc":"2.0","method":"x","p":[{"q":{"r":1,"r":2}}]}', 7),
+        pytest.param(b'{"jsonrpc":"1.0","id":8,"method":"ping","x":1,"x":2}', 8, id="bad-version"),
+    ],
+)
+def test_a_duplicate_key_keeps_a_usable_top_level_id(frame: bytes, rid: Any) -> None:
+    """SPEC §1.3: id null *unless usable*. A key repeated anywhere in the frame is -32600,
+    answered with the request's own id when the top-level id is unique and a string or an
+    integer, so the host can match the error to its request (before: id null, and the host
+    waited for its own timeout)."""
+    reply = _assert_reply(parse_message(frame), -32600, "invalid_request", rid)
+    assert "duplicate key" in reply["error"]["message"]
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,24 @@ async def test_raw_protocol_errors_and_frame_limit(
     assert server.stderr == b""
 
 
+async def test_a_duplicate_key_is_answered_with_the_request_id(
+    workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """A key repeated inside `arguments` is -32600 carrying the request's id (SPEC §1.3)."""
+    frame = (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lwc_explore",'
+        b'"arguments":{"query":"a","query":"b"}}}\n'
+    )
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
+        await server.send_raw(frame)
+        answer = await server.recv()
+        await server.close_stdin()
+        assert await server.wait() == 0
+    assert (answer["id"], answer["error"]["code"]) == (5, -32600)
+    assert answer["error"]["data"]["kind"] == "invalid_request"
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

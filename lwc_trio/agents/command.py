@@ -4,10 +4,9 @@ A host starts the server with its own environment: a GUI editor on macOS has a s
 host started from a shell where a virtualenv is not active has none of its scripts. So the entry
 gets an absolute path (SPEC §7): the `lwc` on PATH, else the `lwc` that is running the
 installer, else this Python interpreter with `-m lwc_trio` — never a bare `lwc` the host cannot
-find. One exception (`Launcher.entry_command`): a project-scope entry that is otherwise
-portable — its host expands `${workspaceFolder}` — is committed and shared, and an absolute
-path would name one person's machine, so it runs the bare `lwc` when the installer found
-`lwc` on PATH.
+find. That holds for every host and scope, a committed project file included: there the entry
+names one machine's `lwc`, and on another machine `lwc agent status` reports it `broken` with
+the `--force` install that rewrites only its command.
 """
 
 from __future__ import annotations
@@ -20,18 +19,7 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.agents.hosts import Host
-
-__all__ = [
-    "BARE_COMMAND",
-    "VERSION_TIMEOUT_S",
-    "CommandCheck",
-    "Launcher",
-    "check_command",
-    "find_launcher",
-]
-
-BARE_COMMAND = "lwc"
+__all__ = ["VERSION_TIMEOUT_S", "CommandCheck", "Launcher", "check_command", "find_launcher"]
 
 VERSION_TIMEOUT_S = 10.0
 
@@ -43,14 +31,6 @@ class Launcher:
     command: str
     prefix: tuple[str, ...]
     source: str  # "path" | "installer" | "python"
-
-    def entry_command(self, host: Host, scope: str) -> str:
-        """The `command` of `host`'s entry at `scope`: the bare `lwc` for a shareable
-        project entry (a host with a workspace variable) when `lwc` is on PATH, so it works for
-        every teammate who has `lwc` on PATH; else the absolute `command`."""
-        if scope == "project" and host.workspace_var is not None and self.source == "path":
-            return BARE_COMMAND
-        return self.command
 
 
 def _executable_file(path: str) -> bool:

@@ -76,8 +76,7 @@ def _row(
         if original is None:
             state = "no_config"
         else:
-            command = launcher.entry_command(host, scope)
-            entry = desired_entry(host, scope, command, project, prefix=launcher.prefix)
+            entry = desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
             found = inspect(host, decode(original, path), entry, label=str(path))
             state, existing, codegraph = found.state, found.existing, found.codegraph
     except AgentError as exc:
@@ -115,9 +114,7 @@ def _local_row(
     path, key, existing = found
     check = commands.check(existing)
     wanted = [
-        desired_entry(
-            host, scope, launcher.entry_command(host, scope), project, prefix=launcher.prefix
-        )
+        desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
         for scope in ("project", "user")
     ]
     state = "registered" if any(entry_matches(host, existing, e) for e in wanted) else "outdated"

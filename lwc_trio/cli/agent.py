@@ -36,7 +36,7 @@ from lwc_trio.agents import (
     read_config,
     write_config,
 )
-from lwc_trio.agents.command import BARE_COMMAND, Launcher, find_launcher
+from lwc_trio.agents.command import Launcher, find_launcher
 from lwc_trio.agents.doctor import host_section
 from lwc_trio.agents.gates import host_gates
 from lwc_trio.agents.merge import CODEGRAPH_WARNING, TRANSPORT_KEYS
@@ -149,18 +149,20 @@ def _notes(
     host: Host, scope: str, project: Path | None, plan: Plan, gates: list[dict[str, Any]]
 ) -> list[str]:
     notes = []
-    changed = plan.status in ("added", "replaced")
-    if changed and scope == "project" and host.workspace_var is None:
-        notes.append(
-            f"the entry binds --path to {project}, so it is specific to this checkout on this "
-            "machine; a teammate runs `lwc agent install "
-            f"{host.key} --project --force` (or uses --user)"
-        )
-    elif changed and scope == "project" and plan.entry["command"] == BARE_COMMAND:
-        notes.append(
-            "the entry runs `lwc` from PATH in ${workspaceFolder}, so it works for every "
-            "teammate who has `lwc` on PATH: it can be committed"
-        )
+    if plan.status in ("added", "replaced") and scope == "project":
+        # SPEC §7: the command is this machine's absolute `lwc`, so a committed project entry
+        # is machine-specific for every host; the `--force` install rewrites it elsewhere.
+        fix = f"a teammate runs `lwc agent install {host.key} --project --force`"
+        if host.workspace_var is None:
+            notes.append(
+                f"the entry runs {plan.entry['command']} and binds --path to {project}, so it "
+                f"is specific to this checkout on this machine; {fix} (or uses --user)"
+            )
+        else:
+            notes.append(
+                f"the entry runs {plan.entry['command']}, so it is specific to this machine; "
+                f"{fix}, which rewrites only the command (or uses --user)"
+            )
     kept = [key for key in plan.entry or () if key not in TRANSPORT_KEYS]
     if plan.status == "replaced" and kept:
         notes.append("kept the existing entry's own keys: " + ", ".join(kept))
@@ -256,8 +258,7 @@ def _install(args: argparse.Namespace) -> int:
     target = _target(args)
     host, scope, project, path = target.host, target.scope, target.project, target.path
     launcher = _launcher()
-    command = launcher.entry_command(host, scope)
-    entry = desired_entry(host, scope, command, project, prefix=launcher.prefix)
+    entry = desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
     plan = plan_install(host, target.text, entry, force=args.force, label=str(path))
     result = _change_result(target, plan, args)
     cwd, (session, broad) = Path(os.path.realpath(os.getcwd())), _project_or_reason()

@@ -5,7 +5,7 @@ gets back either None (read the body) or the `Response` to send; `route_body()`
 turns the body into a finished `Response` or the `Request` to dispatch. The
 status order is fixed here and nowhere else:
 
-    400 ambiguous framing → 403 Host/Origin → 404 path → 405 method → 401 token
+    505 not HTTP/1.x → 400 ambiguous framing → 403 Host/Origin → 404 path → 405 method → 401 token
     → 400 version header → 415 content type → 406 Accept → 413 size
     → 400 JSON/envelope → 200/202
 
@@ -55,7 +55,7 @@ FD_RESERVE: Final = 64
 the CodeGraph child's pipes, path checks, refusals being written."""
 
 LIMITS_ENV: Final = "LWC_HTTP_LIMITS"
-"""Internal: `read=S,idle=S,connections=N` overrides the limits (tests use short values)."""
+"""Internal: `read=S,idle=S,connections=N,write=S` overrides the limits (tests use short values)."""
 
 RETRY_AFTER: Final = b"1"
 """Seconds a 503 tells the client to wait: a tool call takes about that long."""
@@ -71,7 +71,7 @@ _PORT = re.compile(r"[0-9]{1,5}")
 _PATH_BAD = re.compile(r"[\x00-\x20\x7f?#%]")
 
 Headers = Sequence[tuple[bytes, bytes]]
-"""ASGI headers: lowercase names, raw values."""
+"""Request headers as h11 gives them: lowercase names, raw values."""
 
 
 # -- authorities: `Host` values, `Origin` hosts, listen addresses ---------------------
@@ -301,50 +301,33 @@ class Response:
     close: bool = False
     """The connection must be closed after this answer (the request's end is unknown)."""
 
-    def asgi_headers(self, http1: bool = True) -> list[tuple[bytes, bytes]]:
-        """Every header to send, content-length included (never CORS headers).
+    @property
+    def reason(self) -> bytes:
+        """The status line's reason phrase (empty for a status without one)."""
+        return _reason(self.status)
 
-        `Connection: close` only on HTTP/1 (HTTP/2 forbids connection headers).
-        """
+    def header_list(self, *, close: bool = False, date: bytes = b"") -> list[tuple[bytes, bytes]]:
+        """Every header to send: the rule's own, `content-type` when there is a body,
+        `content-length`, `connection: close` when the connection ends after this answer
+        (always when the answer itself closes), and `date` when given. Every name and value
+        is lwc's own: nothing a client sent is echoed, and never a CORS header."""
         headers = list(self.headers)
         if self.body:
             headers.append((b"content-type", b"application/json"))
-        headers.append((b"content-length", str(len(self.body)).encode()))
-        if self.close and http1:
-            headers.append((b"connection", b"close"))
-        return headers
-
-    def http1_bytes(self, *, close: bool = True, date: bytes = b"", body: bool = True) -> bytes:
-        """The whole answer as HTTP/1.1 bytes: one buffer, one socket write.
-
-        `close` adds `Connection: close` (always there when the answer itself closes);
-        `date` is the `Date` header's value, when one is sent; `body=False` leaves the body
-        out (the answer to a HEAD), its length still declared. Every name and value is
-        lwc's own: nothing a client sent is echoed into the head.
-        """
-        parts = [_status_line(self.status)]
-        for name, value in self.headers:
-            parts += (name, b": ", value, b"\r\n")
-        if self.body:
-            parts.append(b"content-type: application/json\r\n")
-        parts += (b"content-length: ", b"%d" % len(self.body), b"\r\n")
+        headers.append((b"content-length", b"%d" % len(self.body)))
         if close or self.close:
-            parts.append(b"connection: close\r\n")
+            headers.append((b"connection", b"close"))
         if date:
-            parts += (b"date: ", date, b"\r\n")
-        parts.append(b"\r\n")
-        if body:
-            parts.append(self.body)
-        return b"".join(parts)
+            headers.append((b"date", date))
+        return headers
 
 
 @functools.cache
-def _status_line(status: int) -> bytes:
+def _reason(status: int) -> bytes:
     try:
-        reason = HTTPStatus(status).phrase.encode("ascii")
+        return HTTPStatus(status).phrase.encode("ascii")
     except ValueError:
-        reason = b""
-    return b"HTTP/1.1 %d %s\r\n" % (status, reason)
+        return b""
 
 
 def reply(message: dict[str, Any], status: int = 200) -> Response:
@@ -447,6 +430,8 @@ class Head:
     method: str
     path: str
     headers: Headers = attrs.field(converter=_header_tuple)
+    http_version: bytes = b"1.1"
+    """As on the request line: HTTP/1.1 and HTTP/1.0 are served, nothing else."""
     _by_name: dict[bytes, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)
     """Each header name's values in order, decoded once: the checks ask for nine names."""
 
@@ -470,6 +455,19 @@ def check_head(policy: Policy, head: Head) -> Response | None:
     return None
 
 
+def _check_http_version(policy: Policy, head: Head) -> Response | None:
+    # HTTP/2's prior-knowledge preface parses as `PRI * HTTP/2.0`: SPEC §1.2 asks for
+    # HTTP/1.1 only, so such a client is told at once and closed, and holds no slot.
+    if head.http_version in (b"1.1", b"1.0"):
+        return None
+    refused = rejection(
+        505,
+        "unsupported_http_version",
+        "HTTP Version Not Supported: this server speaks HTTP/1.1",
+    )
+    return attrs.evolve(refused, close=True)
+
+
 def _check_framing(policy: Policy, head: Head) -> Response | None:
     # Two ways to say where the body ends: a proxy in front may pick the other one, so the
     # bytes after our idea of the end could be a second, smuggled request. Never guess.
@@ -484,8 +482,7 @@ def _check_framing(policy: Policy, head: Head) -> Response | None:
 
 
 def _check_host(policy: Policy, head: Head) -> Response | None:
-    # HTTP/2 carries the host as `:authority`; HTTP/1.1 as `Host`.
-    hosts = head.values(b"host") or head.values(b":authority")
+    hosts = head.values(b"host")
     authority = parse_authority(hosts[0]) if len(hosts) == 1 else None
     if authority is None or not policy.allows(authority):
         shown = hosts[0] if len(hosts) == 1 else f"{len(hosts)} Host headers"
@@ -632,6 +629,7 @@ def _check_length(policy: Policy, head: Head) -> Response | None:
 
 
 _HEAD_CHECKS: Final = (
+    _check_http_version,
     _check_framing,
     _check_host,
     _check_path,

@@ -62,7 +62,11 @@ Message = Request | Notification | Ignored | Reply
 
 
 class _DuplicateKey(ValueError):
-    pass
+    """A repeated key; `request_id` is the frame's top-level id when that is usable."""
+
+    def __init__(self, key: str, request_id: RequestId | None) -> None:
+        super().__init__(key)
+        self.request_id = request_id
 
 
 class _BadJson(ValueError):
@@ -74,6 +78,8 @@ class _DuplicateKeys(dict[str, Any]):
     (a parse error anywhere must win over the envelope error, SPEC §1.3)."""
 
     duplicate: str = ""
+    repeated: frozenset[str] = frozenset()
+    """Every key this object repeats."""
     shadowed: tuple[Any, ...] = ()
     """Values the repeated keys overwrote: still checked for strictness."""
 
@@ -84,13 +90,16 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return obj
     marked = _DuplicateKeys(pairs)
     seen: set[str] = set()
+    repeated: set[str] = set()
     shadowed = []
     for key, value in pairs:
         if key in seen:
             marked.duplicate = marked.duplicate or key
+            repeated.add(key)
         seen.add(key)
         if marked[key] is not value:
             shadowed.append(value)
+    marked.repeated = frozenset(repeated)
     marked.shadowed = tuple(shadowed)
     return marked
 
@@ -125,7 +134,18 @@ def _check_tree(value: Any) -> None:
         elif isinstance(node, str):
             _check_text(node)
     if duplicate is not None:
-        raise _DuplicateKey(duplicate)
+        raise _DuplicateKey(duplicate, _top_level_id(value))
+
+
+def _top_level_id(value: Any) -> RequestId | None:
+    """The frame's own id when it is usable despite a repeated key elsewhere (SPEC §1.3:
+    id null unless usable): an object whose `id`, given once, is a string or an integer."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value, _DuplicateKeys) and "id" in value.repeated:
+        return None
+    raw_id = value.get("id")
+    return raw_id if _usable_id(raw_id) else None
 
 
 def _check_text(text: str) -> None:
@@ -192,8 +212,10 @@ def parse_message(data: bytes) -> Message:
     try:
         value = loads_strict(data)
     except _DuplicateKey as exc:
-        # Well-formed JSON, ill-formed request: the id cannot be trusted.
-        return Reply(error(None, INVALID_REQUEST, f"duplicate key {exc}", "invalid_request"))
+        # Well-formed JSON, ill-formed request; its id still tells the host which one.
+        return Reply(
+            error(exc.request_id, INVALID_REQUEST, f"duplicate key {exc}", "invalid_request")
+        )
     except ValueError as exc:
         return Reply(error(None, PARSE_ERROR, f"Parse error: {exc}", "parse_error"))
     return classify(value)
