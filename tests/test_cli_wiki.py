@@ -60,12 +60,16 @@ def test_init_no_git_exclude_and_global(tmp_path: Path) -> None:
     assert made["gitExclude"] is None
 
 
-def test_init_inside_another_store_tree_makes_a_new_store(env: tuple[Path, Path]) -> None:
-    """`lwc init` in a subdirectory of a store creates a separate nested store."""
+def test_init_inside_another_store_tree_refuses_unless_nested(env: tuple[Path, Path]) -> None:
+    """`lwc init` in a subdirectory of a store refuses (naming it); `--nested` makes one."""
     project, home = env
     sub = project / "sub"
     sub.mkdir()
-    made = out_json(run_lwc("init", cwd=sub, home=home))
+    refused = run_lwc("init", cwd=sub, home=home)
+    assert refused.returncode == 1
+    assert err_code(refused) == "store_exists_above"
+    assert not (sub / ".lwc").exists()
+    made = out_json(run_lwc("init", "--nested", cwd=sub, home=home))
     assert made["created"] is True
     assert made["path"] == str(sub / ".lwc" / "wiki.db")
 
@@ -338,7 +342,8 @@ def test_page_import_jsonl_and_dir(env: tuple[Path, Path]) -> None:
 
 
 def test_graph_config_build_and_status(env: tuple[Path, Path]) -> None:
-    """The graph goes disabled → pending → ready through the CLI; build needs it enabled."""
+    """The graph goes disabled → ready through the CLI (enabling builds it, as LWC's graph Work
+    does); build needs it enabled and rebuilds it."""
     project, home = env
     proc = run_lwc("graph", "build", cwd=project, home=home)
     assert proc.returncode == 1
@@ -352,7 +357,7 @@ def test_graph_config_build_and_status(env: tuple[Path, Path]) -> None:
     assert out_json(run_lwc("config", "set", "--graph", "enabled", cwd=project, home=home))[
         "changed"
     ]
-    assert status() == "pending"
+    assert status() == "ready"
     built = out_json(run_lwc("graph", "build", cwd=project, home=home))
     assert built["graph"]["status"] == "ready"
     assert status() == "ready"

@@ -332,13 +332,17 @@ async def test_mcp_memory_mode_caps_long_unicode_pages_and_total_output(
 async def test_mcp_memory_mode_expands_only_one_ready_physical_graph_seed(
     project: Path, env: dict[str, str]
 ) -> None:
-    """`config set --graph grafeo`, then one seed with ≤ 12 nodes at depth ≤ 1, no file changed.
-    (LWC builds in background work it then waits for; lwc builds with `lwc graph build`.)"""
+    """`config set --graph grafeo`, `work watch` its `work.id`, then one seed with ≤ 12 nodes at
+    depth ≤ 1, no file changed (t15, as LWC runs it: lwc builds the graph within `config set`
+    and `work watch` reports that work done)."""
     lwc(project, env, "init")
     put(project, env, "graph-a", "graphseed links to [[graph-b]].")
     put(project, env, "graph-b", "graphseed related page.")
-    lwc(project, env, "config", "set", "--graph", "grafeo")
-    lwc(project, env, "graph", "build")
+    enabled = lwc(project, env, "config", "set", "--graph", "grafeo")
+    work_id = enabled["work"]["id"]
+    watched = lwc(project, env, "work", "watch", work_id)
+    assert watched["work"]["state"] == "succeeded"
+    assert watched["work"]["completed"] == watched["work"]["total"] == 2
     before = tree(project / ".lwc")
     _, value = await explore(
         project, env, {"query": "graphseed", "projectPath": str(project), "scope": "project"}

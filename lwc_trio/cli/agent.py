@@ -396,42 +396,65 @@ def _scope_flags(parser: argparse.ArgumentParser) -> None:
         dest="target",
         action="store_const",
         const="user",
-        help="your user config file (all projects)",
+        help="your user config file (all projects; default where the host has no project file)",
     )
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `agent install|status|uninstall` and `doctor` to the `lwc` parser."""
+    from lwc_trio.cli.parser import examples
+
     hosts = host_names()
-    agent = sub.add_parser("agent", parents=[common], help="register lwc with agent hosts")
+    agent = sub.add_parser(
+        "agent", parents=[common], help="register lwc with agent hosts",
+        epilog=examples("lwc agent install claude-code", "lwc agent status"),
+    )  # fmt: skip
     actions = agent.add_subparsers(dest="agent_command", metavar="ACTION")
     actions.required = True
 
     install = actions.add_parser(
-        "install", parents=[common], help=f"add the `lwc` MCP server to a host ({hosts})"
+        "install",
+        parents=[common],
+        help=f"add the `lwc` MCP server to a host ({hosts})",
+        epilog=examples("lwc agent install cursor", "lwc agent install codex --user --dry-run"),
     )
     install.add_argument("host", metavar="HOST", help=hosts)
     _scope_flags(install)
-    install.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
     install.add_argument(
-        "--force", action="store_true", help="replace a different existing `lwc` entry"
+        "--dry-run", action="store_true", help="show the change, write nothing (default: write)"
+    )
+    install.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a different existing `lwc` entry (default: refuse)",
     )
     install.set_defaults(func=_install)
 
     uninstall = actions.add_parser(
-        "uninstall", parents=[common], help="remove the `lwc` MCP server from a host"
+        "uninstall",
+        parents=[common],
+        help="remove the `lwc` MCP server from a host",
+        epilog=examples("lwc agent uninstall cursor"),
     )
     uninstall.add_argument("host", metavar="HOST", help=hosts)
     _scope_flags(uninstall)
-    uninstall.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+    uninstall.add_argument(
+        "--dry-run", action="store_true", help="show the change, write nothing (default: write)"
+    )
     uninstall.set_defaults(func=_uninstall)
 
-    status = actions.add_parser("status", parents=[common], help="show where `lwc` is registered")
+    status = actions.add_parser(
+        "status", parents=[common], help="show where `lwc` is registered",
+        epilog=examples("lwc agent status", "lwc agent status gemini"),
+    )  # fmt: skip
     status.add_argument("host", metavar="HOST", nargs="?", help=f"one of {hosts} (default: all)")
     status.set_defaults(func=_status)
 
     doctor = sub.add_parser(
-        "doctor", parents=[common], help="report what a host would see, and what to run next"
+        "doctor",
+        parents=[common],
+        help="report what a host would see, and what to run next",
+        epilog=examples("lwc doctor", "lwc doctor --path ~/src/project"),
     )
     doctor.add_argument(
         "--path", metavar="DIR", help="the workspace a host would bind (default: here)"

@@ -278,17 +278,32 @@ def _init(args: argparse.Namespace) -> int:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `cg install|init|status` to the `lwc` parser."""
-    cg = sub.add_parser("cg", parents=[common], help="the CodeGraph runtime and code index")
+    from lwc_trio.cli.parser import examples
+
+    cg = sub.add_parser(
+        "cg", parents=[common], help="the CodeGraph runtime and code index",
+        epilog=examples("lwc cg install", "lwc cg init"),
+    )  # fmt: skip
     actions = cg.add_subparsers(dest="cg_command", metavar="ACTION")
     actions.required = True
     inst = actions.add_parser(
-        "install", parents=[common], help=f"install {PACKAGE}@{VERSION} with npm"
-    )
-    inst.add_argument("--yes", action="store_true", help="agree to the download without a prompt")
+        "install", parents=[common], help=f"install {PACKAGE}@{VERSION} with npm",
+        epilog=examples("lwc cg install", "lwc cg install --yes"),
+    )  # fmt: skip
+    inst.add_argument(
+        "--yes", action="store_true",
+        help="agree to the download without a prompt (default: ask on a terminal)",
+    )  # fmt: skip
     inst.set_defaults(func=_install)
-    init = actions.add_parser("init", parents=[common], help="build the project's code index")
+    init = actions.add_parser(
+        "init", parents=[common], help="build the project's code index",
+        epilog=examples("lwc cg init", "lwc cg init ~/src/project"),
+    )  # fmt: skip
     init.add_argument("dir", nargs="?", metavar="DIR", help="project directory (default: here)")
     init.set_defaults(func=_init)
-    status = actions.add_parser("status", parents=[common], help="show runtime and index state")
+    status = actions.add_parser(
+        "status", parents=[common], help="show runtime and index state",
+        epilog=examples("lwc cg status", "lwc cg status --json"),
+    )  # fmt: skip
     status.add_argument("dir", nargs="?", metavar="DIR", help="where to look (default: here)")
     status.set_defaults(func=_status)

@@ -20,13 +20,39 @@ SCOPES = {"project": frozenset({"project"}), "global": frozenset({"global"})}
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `explore` to the command tree."""
-    p = sub.add_parser("explore", parents=[common], help="run lwc_explore once and print it")
-    p.add_argument("query")
-    p.add_argument("--mode", choices=("memory", "code", "all"), default="memory")
-    p.add_argument("--max-documents", type=int, default=None)
-    p.add_argument("--max-files", type=int, default=None)
-    p.add_argument("--path", help="project directory (default: the working directory)")
+    from lwc_trio.cli.parser import Bounded, common_options, examples
+    from lwc_trio.protocol.tool import (
+        DEFAULT_MAX_DOCUMENTS,
+        DEFAULT_MAX_FILES,
+        LIMIT_MAX,
+        LIMIT_MIN,
+    )
+
     # Like the tool, explore reads every store unless --scope narrows it.
+    p = sub.add_parser(
+        "explore", parents=[common_options("all")], help="run lwc_explore once and print it",
+        description="Run the lwc_explore tool once, with the server's own pipeline, and print "
+        "exactly what an agent would get (exit 0 whenever it prints a result).",
+        epilog=examples("lwc explore 'how does login work'",
+                        "lwc explore 'session store' --mode all --max-files 5"),
+    )  # fmt: skip
+    p.add_argument("query", help="what to look for, in words")
+    p.add_argument(
+        "--mode", choices=("memory", "code", "all"), default="memory",
+        help="memory (the Wiki), code (CodeGraph) or all (default: %(default)s)",
+    )  # fmt: skip
+    # The tool checks these bounds and answers with its own invalid_arguments error.
+    p.add_argument(
+        "--max-documents", type=Bounded(LIMIT_MIN, LIMIT_MAX, enforce=False),
+        default=DEFAULT_MAX_DOCUMENTS, metavar="N",
+        help=f"Wiki results ({LIMIT_MIN}–{LIMIT_MAX}; default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-files", type=Bounded(LIMIT_MIN, LIMIT_MAX, enforce=False),
+        default=DEFAULT_MAX_FILES, metavar="N",
+        help=f"code files ({LIMIT_MIN}–{LIMIT_MAX}; default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument("--path", help="project directory (default: the working directory)")
     p.set_defaults(func=run, default_scope="all")
 
 

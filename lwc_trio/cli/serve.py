@@ -43,18 +43,54 @@ ALLOW_SCOPES: Final = {
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `serve` to the command tree."""
-    p = sub.add_parser("serve", parents=[common], help="run the MCP server (needs --mcp)")
-    p.add_argument("--mcp", action="store_true", help="serve the Model Context Protocol")
+    from lwc_trio.cli.parser import common_options, examples
+
+    p = sub.add_parser(
+        "serve", parents=[common_options(ignored=True)], help="run the MCP server (needs --mcp)",
+        description="Serve lwc_explore over the Model Context Protocol (stdio, or HTTP with "
+        "--transport http). Agent hosts start it; `lwc agent install HOST` registers it.",
+        epilog=examples("lwc serve --mcp", "lwc serve --mcp --transport http "
+                        "--http-listen 127.0.0.1:8765"),
+    )  # fmt: skip
+    p.add_argument("--mcp", action="store_true", help="serve the Model Context Protocol (required)")
     p.add_argument("--path", help="workspace directory (default: the working directory)")
-    p.add_argument("--allow-scope", type=str.lower, choices=sorted(ALLOW_SCOPES))
-    p.add_argument("--memory-timeout", type=_seconds("--memory-timeout"))
-    p.add_argument("--code-timeout", type=_seconds("--code-timeout"))
-    p.add_argument("--transport", type=str.lower, choices=("stdio", "http"), default="stdio")
-    p.add_argument("--http-listen", metavar="HOST:PORT")
-    p.add_argument("--http-base-path", metavar="/PATH")
-    p.add_argument("--http-allow-remote", action="store_true", default=None)
-    p.add_argument("--http-token-file", metavar="FILE")
-    p.add_argument("--http-allowed-host", action="append", metavar="NAME")
+    p.add_argument(
+        "--allow-scope", type=str.lower, choices=sorted(ALLOW_SCOPES),
+        help="the stores a call may read (default: all; project for --http-allow-remote)",
+    )  # fmt: skip
+    p.add_argument(
+        "--memory-timeout", type=_seconds("--memory-timeout"), default=DEFAULT_MEMORY_TIMEOUT,
+        metavar="SECONDS", help="deadline of a memory search (above 0; default: %(default)g)",
+    )  # fmt: skip
+    p.add_argument(
+        "--code-timeout", type=_seconds("--code-timeout"), default=DEFAULT_CODE_TIMEOUT,
+        metavar="SECONDS", help="deadline of a CodeGraph call (above 0; default: %(default)g)",
+    )  # fmt: skip
+    p.add_argument(
+        "--transport", type=str.lower, choices=("stdio", "http"), default="stdio",
+        help="stdio or http (default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--http-listen", metavar="HOST:PORT",
+        help=f"address to listen on, with --transport http (default: {DEFAULT_HTTP_LISTEN})",
+    )  # fmt: skip
+    p.add_argument(
+        "--http-base-path", metavar="/PATH",
+        help="URL path the endpoint is served under, with --transport http (default: /)",
+    )  # fmt: skip
+    p.add_argument(
+        "--http-allow-remote", action="store_true", default=None,
+        help="accept connections from other machines (needs --http-token-file; default: "
+        "loopback only)",
+    )  # fmt: skip
+    p.add_argument(
+        "--http-token-file", metavar="FILE",
+        help="file holding the bearer token clients must send (default: none)",
+    )  # fmt: skip
+    p.add_argument(
+        "--http-allowed-host", action="append", metavar="NAME",
+        help="an extra Host header value to accept, repeatable (default: none)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -109,8 +145,8 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
         env=dict(env),
         version=__version__,
         allowed_scopes=ALLOW_SCOPES[allow],
-        memory_timeout=args.memory_timeout or DEFAULT_MEMORY_TIMEOUT,
-        code_timeout=args.code_timeout or DEFAULT_CODE_TIMEOUT,
+        memory_timeout=args.memory_timeout,
+        code_timeout=args.code_timeout,
         http=http,
         workspace_refusal=refusal,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ __all__ = [
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 WRITER_CACHE_KIB = 64 * 1024
+WAIT_NOTICE_S = 1.0
+"""How long a write waits for another writer's lock before `Wiki.on_wait` is called."""
 IMPORT_BATCH = 5000
 """Pages per transaction of a bulk import. Each transaction writes one search segment row
 per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
@@ -181,8 +184,11 @@ class _PageRows:
 class Wiki:
     """One store opened for writing by the CLI. Use as a context manager."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, on_wait: Callable[[], None] | None = None) -> None:
         self.path = path
+        # Called (from a timer thread) when a write has waited WAIT_NOTICE_S for another
+        # writer's lock: the CLI tells the person at the terminal.
+        self.on_wait = on_wait
         self.conn = open_writer(path)
         # The postings table is keyed by term, so a page's inserts land all over it: with
         # SQLite's 2 MB default cache a large import re-reads index pages constantly.
@@ -210,7 +216,7 @@ class Wiki:
         COMMIT, so readers never see the graph go `pending` because of an ordinary write
         (SPEC §4, graph upkeep).
         """
-        with write_transaction(self.conn, content=True):
+        with self._transaction(content=True):
             info = read_info(self.conn)
             ready = graph_status(info) == "ready"
             before = stale_before(self.conn, set(planned)) if ready else None
@@ -229,6 +235,22 @@ class Wiki:
                     "UPDATE meta SET value = ? WHERE key = 'graph_built_revision'",
                     (str(info.content_revision + 1),),
                 )
+
+    @contextlib.contextmanager
+    def _transaction(self, *, content: bool) -> Iterator[None]:
+        """`write_transaction`, calling `on_wait` once the lock has taken WAIT_NOTICE_S."""
+        timer = None
+        if self.on_wait is not None:
+            timer = threading.Timer(WAIT_NOTICE_S, self.on_wait)
+            timer.daemon = True
+            timer.start()
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(write_transaction(self.conn, content=content))
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            yield
 
     # ------------------------------------------------------------------ pages
 
@@ -530,7 +552,7 @@ class Wiki:
         """Enable or disable the document graph; False when it already was."""
         if read_info(self.conn).graph_enabled == enabled:
             return False
-        with write_transaction(self.conn, content=False):
+        with self._transaction(content=False):
             self.conn.execute(
                 "UPDATE meta SET value = ? WHERE key = 'graph_enabled'", ("1" if enabled else "0",)
             )
@@ -546,7 +568,7 @@ class Wiki:
                 "graph_disabled",
                 "the document graph is disabled; run `lwc config set --graph enabled`",
             )
-        with write_transaction(self.conn, content=False):
+        with self._transaction(content=False):
             pairs = build_projection(self.conn, progress)
             revision = read_info(self.conn).content_revision
             self.conn.execute(
@@ -563,7 +585,7 @@ class Wiki:
         problems = [row[0] for row in self.conn.execute("PRAGMA integrity_check")]
         if problems != ["ok"]:
             raise StoreError("store_corrupt", "integrity check failed: " + "; ".join(problems[:5]))
-        with write_transaction(self.conn, content=False):
+        with self._transaction(content=False):
             reindexed = self._reindex()
         return {"integrity": "ok", "reindexed": reindexed, **self.status()}
 
@@ -579,6 +601,36 @@ class Wiki:
         yield from self.conn.execute(
             "SELECT id, title, origin, content_hash, created_at, content FROM sources ORDER BY id"
         )
+
+    def list_sources(self) -> list[dict[str, Any]]:
+        """Every Source's id, title, origin, length and creation time (no content), by id."""
+        rows = self.conn.execute(
+            "SELECT id, title, origin, length(content), created_at FROM sources ORDER BY id"
+        )
+        keys = ("id", "title", "origin", "length", "createdAt")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def remove_source(self, ident: str) -> None:
+        """Delete a Source no Page cites. Raises `WikiError(source_not_found|source_in_use)`."""
+        with self._content_write():
+            if self.conn.execute("SELECT 1 FROM sources WHERE id = ?", (ident,)).fetchone() is None:
+                raise WikiError("source_not_found", f"no source {ident!r}")
+            citing = [
+                row[0]
+                for row in self.conn.execute(
+                    "SELECT page_slug FROM page_sources WHERE source_id = ? ORDER BY page_slug "
+                    "LIMIT 4",
+                    (ident,),
+                )
+            ]
+            if citing:
+                raise WikiError(
+                    "source_in_use",
+                    f"source {ident!r} is cited by page {', '.join(map(repr, citing[:3]))}"
+                    f"{' and more' if len(citing) > 3 else ''}; remove those citations first",
+                )
+            self.conn.execute("DELETE FROM sources WHERE id = ?", (ident,))
+            unindex_doc(self.conn, "source", ident, self._buffer)
 
 
 class _NothingToDo(Exception):

@@ -7,11 +7,14 @@ import functools
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import emit, fail, wants_json
+from lwc_trio.cli.output import emit, fail, notice, wants_json
 from lwc_trio.exceptions import WikiError
+from lwc_trio.memory.store import WRITE_BUSY_TIMEOUT_S
 from lwc_trio.memory.walk import Skipped
+from lwc_trio.memory.writer import Wiki
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -58,6 +61,18 @@ def page_counts(counts: dict[str, Any]) -> str:
     )
 
 
+def open_wiki(path: Path) -> Wiki:
+    """The store opened for a write that says so on a terminal when it waits for another
+    writer's lock (after `writer.WAIT_NOTICE_S`)."""
+    return Wiki(
+        path,
+        on_wait=lambda: notice(
+            f"Waiting for another lwc command to finish writing {path} "
+            f"(up to {WRITE_BUSY_TIMEOUT_S:g} s)…"
+        ),
+    )
+
+
 class Progress:
     """A one-line progress bar on stderr, only when stderr is a terminal (`with` ends it)."""
 
@@ -65,6 +80,9 @@ class Progress:
         self.label = label
         self.active = sys.stderr.isatty()
         self.drawn = False
+        self.done = 0
+        """What the last call reported done (a bulk write reports after each commit)."""
+        self.total = 0
 
     def __enter__(self) -> Progress:
         return self
@@ -73,6 +91,7 @@ class Progress:
         self.finish()
 
     def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
         if not self.active or total <= 0:
             return
         width = 30

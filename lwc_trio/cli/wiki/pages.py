@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import fail
+from lwc_trio.cli.output import fail, notice
 from lwc_trio.cli.wiki.console import (
     Progress,
     handles_errors,
+    open_wiki,
     out,
     page_counts,
     skipped_json,
     skipped_lines,
 )
-from lwc_trio.cli.wiki.stores import each_store, first_found, require_store, write_scope
+from lwc_trio.cli.wiki.stores import (
+    every_row,
+    first_found,
+    require_store,
+    suggesting,
+    write_scope,
+)
 from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_text
 from lwc_trio.memory.walk import Skipped, page_inputs
 from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
@@ -25,6 +33,9 @@ from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
 def _read_input(name: str) -> bytes:
     """The bytes of `--file` (`-` is stdin), at most 64 MiB + 1 to detect oversize."""
     if name == "-":
+        if sys.stdin.isatty():
+            notice("Reading the page body from stdin: type or paste it, then press Ctrl-D on a "
+                   "new line (Ctrl-C cancels).")  # fmt: skip
         return sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
     try:
         with open(name, "rb") as handle:
@@ -36,6 +47,7 @@ def _read_input(name: str) -> bytes:
 @handles_errors
 def page_put(args: argparse.Namespace) -> int:
     scope = write_scope(args)
+    args.interrupt_note = lambda: "nothing was written"
     data = _read_input(args.file)
     if len(data) > MAX_TEXT_BYTES:
         raise fail("invalid_page", "a page body must be at most 64 MiB")
@@ -53,8 +65,9 @@ def page_put(args: argparse.Namespace) -> int:
         provenance=tuple(args.provenance or ()),
     )
     path = require_store(scope)
-    with Wiki(path) as wiki:
+    with open_wiki(path) as wiki:
         outcome = wiki.put_page(page)
+        args.interrupt_note = lambda: f"page {page.slug!r} was written"
         revision = wiki.status()["revision"]
     result = {"scope": scope, "slug": page.slug, "result": outcome, "revision": revision}
     return out(args, result, lambda r: f"{r['result'].capitalize()} page {r['slug']}")
@@ -62,7 +75,9 @@ def page_put(args: argparse.Namespace) -> int:
 
 @handles_errors
 def page_show(args: argparse.Namespace) -> int:
-    return out(args, first_found(args, lambda wiki: wiki.get_page(args.slug)), _human_page)
+    with suggesting(args, "page_not_found", args.slug, Wiki.list_pages, "slug"):
+        page = first_found(args, lambda wiki: wiki.get_page(args.slug))
+    return out(args, page, _human_page)
 
 
 def _human_page(page: dict[str, Any]) -> str:
@@ -78,13 +93,9 @@ def _human_page(page: dict[str, Any]) -> str:
 
 @handles_errors
 def page_list(args: argparse.Namespace) -> int:
-    pages: list[dict[str, Any]] = []
-    for scope, path in each_store(args):
-        with Wiki(path) as wiki:
-            pages += [{"scope": scope, **page} for page in wiki.list_pages()]
     return out(
         args,
-        {"pages": pages},
+        {"pages": every_row(args, Wiki.list_pages)},
         lambda r: (
             "\n".join(f"{p['slug']}\t{p['title']}\t({p['kind']})" for p in r["pages"])
             or "(no pages)"
@@ -95,7 +106,10 @@ def page_list(args: argparse.Namespace) -> int:
 @handles_errors
 def page_remove(args: argparse.Namespace) -> int:
     scope = write_scope(args)
-    with Wiki(require_store(scope)) as wiki:
+    with (
+        suggesting(args, "page_not_found", args.slug, Wiki.list_pages, "slug"),
+        open_wiki(require_store(scope)) as wiki,
+    ):
         wiki.remove_page(args.slug)
     result = {"scope": scope, "slug": args.slug, "removed": True}
     return out(args, result, lambda r: f"Removed page {r['slug']}")
@@ -114,11 +128,57 @@ def page_import(args: argparse.Namespace) -> int:
         pages = parse_jsonl(source)
     else:
         raise fail("invalid_input", f"{source} is neither a directory nor a .jsonl file")
-    with Wiki(require_store(scope)) as wiki, Progress("Importing pages") as progress:
-        counts = wiki.put_pages(pages, batch=args.batch, progress=progress)
+    progress = Progress("Importing pages")
+    stop = _StopAfterBatch(progress)
+    args.interrupt_note = stop.kept
+    with open_wiki(require_store(scope)) as wiki, progress, stop:
+        counts = wiki.put_pages(pages, batch=args.batch, progress=stop)
     result: dict[str, Any] = {"scope": scope, **counts}
     if source.is_dir():
         result["skipped"] = skipped_json(skipped)
     return out(
         args, result, lambda r: "\n".join([f"Imported: {page_counts(r)}", *skipped_lines(r)])
     )
+
+
+class _StopAfterBatch:
+    """Ctrl-C during `page import` stops at the next batch boundary, so what was kept is
+    exactly what the message says.
+
+    `put_pages` reports progress after each batch commits; a first Ctrl-C only asks to stop,
+    and the next report (outside any transaction) raises KeyboardInterrupt. A second Ctrl-C
+    stops at once, rolling the batch in flight back.
+    """
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.requested = False
+        self.exact = True
+        self.previous: Any = None
+
+    def __enter__(self) -> _StopAfterBatch:
+        self.previous = signal.signal(signal.SIGINT, self._interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+    def _interrupt(self, _signum: int, _frame: Any) -> None:
+        if self.requested:
+            self.exact = False  # a batch may commit as this exception unwinds
+            raise KeyboardInterrupt
+        self.requested = True
+        notice("\nStopping after the current batch (Ctrl-C again to stop at once)…")
+
+    def __call__(self, done: int, total: int) -> None:
+        self.progress(done, total)
+        if self.requested and done < total:
+            raise KeyboardInterrupt
+
+    def kept(self) -> str:
+        """What the Ctrl-C kept (batches already committed stay)."""
+        done, total = self.progress.done, self.progress.total
+        if not done:
+            return "nothing was written" if self.exact else "at most one batch was written"
+        counted = f"{done:,}" if self.exact else f"at least {done:,}"
+        return f"{counted} of {total:,} pages written; run the same command again to finish"

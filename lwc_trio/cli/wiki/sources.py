@@ -8,12 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import fail, style
-from lwc_trio.cli.wiki.console import Progress, handles_errors, out, skipped_json, skipped_lines
+from lwc_trio.cli.wiki.console import (
+    Progress,
+    handles_errors,
+    open_wiki,
+    out,
+    skipped_json,
+    skipped_lines,
+)
 from lwc_trio.cli.wiki.stores import (
+    every_row,
     find_store,
     first_found,
     read_scopes,
     require_store,
+    suggesting,
     write_scope,
 )
 from lwc_trio.exceptions import UsageError
@@ -35,7 +44,8 @@ def source_add(args: argparse.Namespace) -> int:
     store = require_store(scope)
     skipped: list[Skipped] | None = None if args.strict else []
     inputs = read_source_inputs(target, root=store.parent.parent, title=args.title, skipped=skipped)
-    with Wiki(store) as wiki, Progress("Adding sources") as progress:
+    args.interrupt_note = lambda: "nothing was written (a source add is one transaction)"
+    with open_wiki(store) as wiki, Progress("Adding sources") as progress:
         added = wiki.add_sources(inputs, progress=progress if len(inputs) > 1 else None)
     result: dict[str, Any] = {"scope": scope, "sources": added}
     if target.is_dir():
@@ -55,19 +65,44 @@ def source_add(args: argparse.Namespace) -> int:
 
 @handles_errors
 def source_show(args: argparse.Namespace) -> int:
-    if args.offset_chars < 0 or args.max_chars < 1:
-        raise UsageError("invalid_usage", "--offset-chars must be >= 0 and --max-chars >= 1")
-    found = first_found(
-        args,
-        lambda wiki: wiki.get_source(args.id, offset=args.offset_chars, max_chars=args.max_chars),
-    )
+    with suggesting(args, "source_not_found", args.id, Wiki.list_sources, "id"):
+        found = first_found(
+            args,
+            lambda wiki: wiki.get_source(
+                args.id, offset=args.offset_chars, max_chars=args.max_chars
+            ),
+        )
     return out(args, found, lambda r: str(r["content"]))
 
 
 @handles_errors
+def source_list(args: argparse.Namespace) -> int:
+    return out(
+        args,
+        {"sources": every_row(args, Wiki.list_sources)},
+        lambda r: (
+            "\n".join(
+                f"{s['id']}\t{s['title']}\t({s['length']:,} characters)" for s in r["sources"]
+            )
+            or "(no sources)"
+        ),
+    )
+
+
+@handles_errors
+def source_remove(args: argparse.Namespace) -> int:
+    scope = write_scope(args)
+    with (
+        suggesting(args, "source_not_found", args.id, Wiki.list_sources, "id"),
+        open_wiki(require_store(scope)) as wiki,
+    ):
+        wiki.remove_source(args.id)
+    result = {"scope": scope, "id": args.id, "removed": True}
+    return out(args, result, lambda r: f"Removed source {r['id']}")
+
+
+@handles_errors
 def search_stores(args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= SEARCH_LIMIT_MAX:
-        raise UsageError("invalid_usage", f"--limit must be between 1 and {SEARCH_LIMIT_MAX}")
     terms = tokenize(args.query)
     if len(terms) > MAX_TERMS:
         raise fail("invalid_query", f"the query has more than {MAX_TERMS} search terms")

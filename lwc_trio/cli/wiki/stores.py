@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.cli.output import fail
+from lwc_trio.cli.output import did_you_mean, fail
 from lwc_trio.exceptions import UsageError, WikiError
 from lwc_trio.memory.discovery import (
     STORE_DIR,
@@ -107,8 +108,43 @@ def first_found(
     raise error
 
 
-def create_for_scope(scope: str, *, git_exclude: bool) -> tuple[Path, bool, bool | None]:
-    """Create the store `lwc init` makes for `scope`: (path, created, gitExclude)."""
+def every_row(
+    args: argparse.Namespace, rows: Callable[[Wiki], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """`rows(wiki)` of every store a read uses, project first, each row with its `scope`."""
+    found: list[dict[str, Any]] = []
+    for scope, path in each_store(args):
+        with Wiki(path) as wiki:
+            found += [{"scope": scope, **row} for row in rows(wiki)]
+    return found
+
+
+@contextlib.contextmanager
+def suggesting(
+    args: argparse.Namespace,
+    code: str,
+    word: str,
+    rows: Callable[[Wiki], list[dict[str, Any]]],
+    key: str,
+) -> Iterator[None]:
+    """Add "did you mean" to a `code` error about `word`: the stored `key`s closest to it."""
+    try:
+        yield
+    except WikiError as exc:
+        if exc.code != code:
+            raise
+        names = [row[key] for row in every_row(args, rows)]
+        raise WikiError(code, exc.message + did_you_mean(word, names)) from None
+
+
+def create_for_scope(
+    scope: str, *, git_exclude: bool, nested: bool = False
+) -> tuple[Path, bool, bool | None]:
+    """Create the store `lwc init` makes for `scope`: (path, created, gitExclude).
+
+    A project store inside another Wiki's tree is refused unless `nested`: every command
+    run below that Wiki already uses it, and a second, empty one would silently shadow it.
+    """
     home = home_dir()
     root = home if scope == "global" else Path(os.path.realpath(Path.cwd()))
     if scope == "project" and root == home:
@@ -118,6 +154,15 @@ def create_for_scope(scope: str, *, git_exclude: bool) -> tuple[Path, bool, bool
             "`lwc init` inside a project",
         )
     lwc = root / STORE_DIR
+    if scope == "project" and not nested:
+        above = find_store("project")
+        if above is not None and above.path.parent != lwc:
+            raise fail(
+                "store_exists_above",
+                f"{root} is inside the Wiki {above.path}, which every lwc command run here "
+                f"already uses; to create a separate, nested Wiki here on purpose, run "
+                f"`lwc init --nested`",
+            )
     if lwc.is_symlink() or (lwc / STORE_FILE).is_symlink():
         raise fail("store_path_invalid", f"{lwc} or its wiki.db is a symlink; refusing to use it")
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.cli.output import fail
-from lwc_trio.cli.wiki.console import Progress, handles_errors, out, page_counts
+from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out, page_counts
 from lwc_trio.cli.wiki.stores import create_for_scope, find_store, require_store, write_scope
 from lwc_trio.exceptions import UsageError
 from lwc_trio.memory.lwc_files import remove_quietly, swap_in
@@ -41,7 +41,8 @@ def import_store(args: argparse.Namespace) -> int:
             "invalid_usage",
             "lwc import needs DIR (an lwc export) or --from-lwc PATH (an LWC store)",
         )
-    with Wiki(require_store(scope)) as wiki, Progress("Importing") as progress:
+    args.interrupt_note = lambda: "stopped; run the same command again to finish the import"
+    with open_wiki(require_store(scope)) as wiki, Progress("Importing") as progress:
         counts = import_wiki(wiki, Path(args.dir), progress)
     result = {"scope": scope, **counts}
     return out(
@@ -57,6 +58,9 @@ def _import_lwc(args: argparse.Namespace, scope: str, given: Path) -> int:
     use `.lwc/wiki.db`), the new store is built beside it and swapped in, LWC's files kept.
     """
     source = resolve_lwc_path(given)
+    # One transaction (and, for a store converted in place, a swap after it): until it
+    # commits, a Ctrl-C leaves both stores as they were.
+    args.interrupt_note = lambda: "nothing was written, and the LWC store is unchanged"
     with Progress("Reading LWC store") as progress:
         lwc = read_lwc_store(source, progress)
     ref = find_store(scope)
@@ -82,6 +86,7 @@ def _import_lwc(args: argparse.Namespace, scope: str, given: Path) -> int:
     else:
         target = ref.path if ref is not None else create_for_scope(scope, git_exclude=True)[0]
         counts = _write_lwc(target, lwc)
+    args.interrupt_note = lambda: f"the import was written to {target}"
     result = {
         "scope": scope,
         "path": str(target),
@@ -101,7 +106,7 @@ def _import_lwc(args: argparse.Namespace, scope: str, given: Path) -> int:
 
 
 def _write_lwc(path: Path, lwc: LwcWiki) -> dict[str, Any]:
-    with Wiki(path) as wiki, Progress("Importing") as progress:
+    with open_wiki(path) as wiki, Progress("Importing") as progress:
         return wiki.put_everything(lwc.sources, lwc.pages, progress=progress)
 
 
