@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.writer import (
     MAX_TEXT_BYTES,
+    CheckedPages,
     PageInput,
     SourceInput,
     Wiki,
@@ -31,6 +33,7 @@ __all__ = [
     "EXPORT_MARKER",
     "PAGE_KEYS",
     "SOURCE_KEYS",
+    "JsonlPages",
     "export_wiki",
     "format_front_matter",
     "import_wiki",
@@ -143,21 +146,78 @@ def parse_page_file(path: Path) -> PageInput:
     return page_from_mapping({"slug": path.stem, "title": title, "body": text}, where=str(path))
 
 
-def parse_jsonl(path: Path) -> list[PageInput]:
-    """Pages from a JSON Lines file, one object per non-blank line. Raises `WikiError`."""
-    pages: list[PageInput] = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
+class JsonlPages(CheckedPages):
+    """The Pages of a JSON Lines file, read as a stream (any size; each record at most
+    64 MiB): one object per non-blank line.
+
+    Opening checks every record (JSON, fields, `validate_page`, slugs distinct) in one pass
+    that keeps only the slugs, so bad input is refused before anything is written; iterating
+    reads the file again through the same open handle, one record at a time, so a bulk import
+    holds one write batch in memory, not the file. Raises `WikiError`.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle = path.open("rb")
+        # Closed with the object (or by `close`), never left to the garbage collector's warning.
+        self._closer = weakref.finalize(self, self._handle.close)
         try:
-            fields = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
-        if not isinstance(fields, dict):
-            raise WikiError("invalid_import", f"{where}: expected a JSON object")
-        pages.append(page_from_mapping(fields, where=where))
-    return pages
+            self._count = self._check()
+        except BaseException:
+            self._handle.close()
+            raise
+
+    def _check(self) -> int:
+        seen: dict[str, int] = {}
+        count = 0
+        for number, page in self._records():
+            validate_page(page)
+            first = seen.setdefault(page.slug, number)
+            if first != number:
+                raise WikiError(
+                    "invalid_page",
+                    f"{self.path}:{number}: slug {page.slug!r} appears more than once "
+                    f"(first on line {first})",
+                )
+            count += 1
+        return count
+
+    def _records(self) -> Iterator[tuple[int, PageInput]]:
+        self._handle.seek(0)
+        number = 0
+        while True:
+            line = self._handle.readline(MAX_TEXT_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            where = f"{self.path}:{number}"
+            if len(line) > MAX_TEXT_BYTES:
+                raise WikiError("invalid_import", f"{where}: a record is larger than 64 MiB")
+            if not line.strip():
+                continue
+            try:
+                fields = json.loads(line)
+            except UnicodeDecodeError:
+                raise WikiError("invalid_import", f"{where}: not UTF-8") from None
+            except json.JSONDecodeError as exc:
+                raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
+            if not isinstance(fields, dict):
+                raise WikiError("invalid_import", f"{where}: expected a JSON object")
+            yield number, page_from_mapping(fields, where=where)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[PageInput]:
+        return (page for _number, page in self._records())
+
+    def close(self) -> None:
+        self._closer()
+
+
+def parse_jsonl(path: Path) -> JsonlPages:
+    """The checked Pages of a JSON Lines file (`JsonlPages`). Raises `WikiError`."""
+    return JsonlPages(path)
 
 
 # ----------------------------------------------------------------------- source files

@@ -11,7 +11,7 @@ from lwc_trio.cli.output import fail
 from lwc_trio.cli.wiki.console import Progress, handles_errors, out, page_counts
 from lwc_trio.cli.wiki.stores import each_store, first_found, require_store, write_scope
 from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_file
-from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
+from lwc_trio.memory.writer import MAX_TEXT_BYTES, CheckedPages, PageInput, Wiki
 
 
 def _read_input(name: str) -> bytes:
@@ -101,7 +101,7 @@ def page_import(args: argparse.Namespace) -> int:
         raise fail("invalid_input", f"{source} is an lwc export; load it with `lwc import`")
     if source.is_dir():
         files = sorted(p for p in source.rglob("*.md") if p.is_file() and not p.is_symlink())
-        pages = [parse_page_file(p) for p in files]
+        pages: list[PageInput] | CheckedPages = [parse_page_file(p) for p in files]
     elif source.is_file():
         pages = parse_jsonl(source)
     else:
