@@ -24,7 +24,9 @@ from conftest_memory import (
 )
 
 from lwc_trio.exceptions import WikiError
+from lwc_trio.memory import writer
 from lwc_trio.memory.store import STORE_PATH_MAX
+from lwc_trio.memory.transfer import read_source_inputs
 from lwc_trio.memory.writer import MAX_PAGE_LINKS, MAX_TEXT_BYTES, Wiki
 
 
@@ -186,3 +188,37 @@ def test_an_lwc_store_with_a_user_version_is_not_taken_for_lwc(tmp_path: Path) -
         assert out_json(proc)["results"][0]["identifier"] == "zebra"
     out_json(run_lwc("page", "put", "more", "--title", "More", "--file", "-", cwd=project,
                      home=home, stdin=b"more zebra"))  # fmt: skip
+
+
+# -- folders of Sources -------------------------------------------------------------------
+
+
+def test_a_folder_of_sources_is_written_in_bounded_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`add_sources` of checked files commits once per `SOURCE_BATCH_CHARS` of text (the
+    write holds one batch, not the folder) and stores every file; a file changed after the
+    check is refused, not stored unchecked."""
+    db = new_store(tmp_path / "p")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"f{i}.txt").write_text(f"heron{i} " * 200, encoding="utf-8")
+    monkeypatch.setattr(writer, "SOURCE_BATCH_CHARS", 2_500)  # two files of 1,400 a batch
+    files = read_source_inputs(folder, root=tmp_path, title=None)
+    with Wiki(db) as wiki:
+        before = wiki.status()["contentRevision"]
+        added = wiki.add_sources(files)
+        assert [item["created"] for item in added] == [True] * 6
+        assert wiki.status()["contentRevision"] == before + 3
+        assert wiki.status()["sources"] == 6
+    memory = ask("heron4", tmp_path / "p", home=tmp_path, scope="project")
+    assert [row["type"] for row in memory["results"]] == ["source"]
+
+    (folder / "g.txt").write_text("first words", encoding="utf-8")
+    files = read_source_inputs(folder / "g.txt", root=tmp_path, title=None)
+    (folder / "g.txt").write_text("other words", encoding="utf-8")
+    with Wiki(db) as wiki, pytest.raises(WikiError) as refused:
+        wiki.add_sources(files)
+    assert refused.value.code == "invalid_source"
+    assert "changed" in str(refused.value)

@@ -19,6 +19,7 @@ from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.writer import (
     MAX_TEXT_BYTES,
     CheckedPages,
+    CheckedSources,
     PageInput,
     SourceInput,
     Wiki,
@@ -34,6 +35,7 @@ __all__ = [
     "PAGE_KEYS",
     "SOURCE_KEYS",
     "JsonlPages",
+    "SourceFiles",
     "export_wiki",
     "format_front_matter",
     "import_wiki",
@@ -242,23 +244,52 @@ def _source_files(target: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def read_source_inputs(target: Path, *, root: Path, title: str | None) -> list[SourceInput]:
+def _read_source(path: Path) -> tuple[str, str]:
+    """`(text, sha256)` of one Source file, size checked by `stat` before reading."""
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise WikiError("source_too_large", f"{path} is larger than 64 MiB")
+    with path.open("rb") as handle:
+        data = handle.read(MAX_TEXT_BYTES + 1)
+    return decode_source(data, name=str(path))
+
+
+class SourceFiles(CheckedSources):
+    """The Source files under a path, each read and checked once when this is made (only
+    its digest kept), then read again one at a time as the writer stores them: a folder of
+    any size is added with one write batch of text in memory. A file whose bytes changed in
+    between is refused (`invalid_source`) rather than stored unchecked."""
+
+    def __init__(self, entries: list[tuple[Path, str, str, str]]) -> None:
+        self._entries = entries
+        """`(path, title, origin, sha256)` per file."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def titles(self) -> list[str]:
+        return [title for _path, title, _origin, _digest in self._entries]
+
+    def __iter__(self) -> Iterator[SourceInput]:
+        for path, title, origin, digest in self._entries:
+            text, again = _read_source(path)
+            if again != digest:
+                raise WikiError("invalid_source", f"{path} changed while it was being added")
+            yield SourceInput(title, origin, text, digest)
+
+
+def read_source_inputs(target: Path, *, root: Path, title: str | None) -> SourceFiles:
     """Read and check every Source file under `target` before anything is written.
 
     `origin` is the path relative to the store `root` when inside it, else absolute. Raises
     `WikiError` (`source_too_large` from `stat` before reading, `invalid_source`, ...).
     """
-    inputs: list[SourceInput] = []
+    entries: list[tuple[Path, str, str, str]] = []
     for path, default_title in _source_files(target):
-        if path.stat().st_size > MAX_TEXT_BYTES:
-            raise WikiError("source_too_large", f"{path} is larger than 64 MiB")
-        with path.open("rb") as handle:
-            data = handle.read(MAX_TEXT_BYTES + 1)
-        text, digest = decode_source(data, name=str(path))
+        _text, digest = _read_source(path)
         real = Path(os.path.realpath(path))
         origin = real.relative_to(root).as_posix() if root in real.parents else str(real)
-        inputs.append(SourceInput(title or default_title, origin, text, digest))
-    return inputs
+        entries.append((path, title or default_title, origin, digest))
+    return SourceFiles(entries)
 
 
 # ------------------------------------------------------------------- whole-store export

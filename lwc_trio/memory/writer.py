@@ -41,6 +41,7 @@ __all__ = [
     "MAX_PAGE_LINKS",
     "MAX_TEXT_BYTES",
     "CheckedPages",
+    "CheckedSources",
     "PageInput",
     "SourceInput",
     "Wiki",
@@ -56,6 +57,9 @@ MAX_PAGE_LINKS = 4096
 refused. A query keeps 64 links per Page; thousands are a generated hub, not a note, and
 every read and graph build would pay for them (docs/decisions.md, "Write-side bounds")."""
 WRITER_CACHE_KIB = 64 * 1024
+SOURCE_BATCH_CHARS = 16 * 1024 * 1024
+"""Characters of Source text per transaction of `add_sources` (at least one Source each):
+a transaction's postings are held in memory until it commits."""
 IMPORT_BATCH = 5000
 """Pages per transaction of a bulk import. Each transaction writes one search segment row
 per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
@@ -161,6 +165,21 @@ def _check_links(page: PageInput) -> None:
             f"page {page.slug[:64]!r} links to {len(links):,} pages (at most "
             f"{MAX_PAGE_LINKS:,} distinct links per page): split it into smaller pages",
         )
+
+
+class CheckedSources(abc.ABC):
+    """Source files already read and checked once (`transfer.SourceFiles`), read again one
+    at a time as they are written, so only one write batch of text is held."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[SourceInput]: ...
+
+    @abc.abstractmethod
+    def titles(self) -> list[str]:
+        """Each Source's title, without reading its content."""
 
 
 class CheckedPages(abc.ABC):
@@ -471,29 +490,47 @@ class Wiki:
         return {"id": ident, "title": source.title, "created": True}
 
     def add_sources(
-        self, sources: Sequence[SourceInput], *, progress: Progress | None = None
+        self,
+        sources: Sequence[SourceInput] | CheckedSources,
+        *,
+        progress: Progress | None = None,
     ) -> list[dict[str, Any]]:
-        """Store Source snapshots in one transaction, deduplicated by SHA-256."""
-        for source in sources:
-            if len(source.title) > TITLE_MAX:
+        """Store Source snapshots, deduplicated by SHA-256, one transaction per
+        `SOURCE_BATCH_CHARS` of text (a folder of any size is written with bounded memory).
+
+        Every title is checked before the first transaction. Raises `WikiError`.
+        """
+        for source in sources.titles() if isinstance(sources, CheckedSources) else sources:
+            title = source if isinstance(source, str) else source.title
+            if len(title) > TITLE_MAX:
                 raise WikiError(
                     "invalid_source",
-                    f"a source title has {len(source.title)} characters (at most {TITLE_MAX})",
+                    f"a source title has {len(title)} characters (at most {TITLE_MAX})",
                 )
         out: list[dict[str, Any]] = []
-        now = utc_now()
-        try:
-            # New Sources are cited by no Page yet: nothing in the graph changes.
-            with self._content_write():
-                for done, source in enumerate(sources, start=1):
-                    out.append(self._write_source(source, now))
-                    if progress is not None:
-                        progress(done, len(sources))
-                if not any(item["created"] for item in out):
-                    raise _NothingToDo()
-        except _NothingToDo:
-            pass
-        return out
+        total = len(sources)
+        pending = iter(sources)
+        while True:
+            batch: list[dict[str, Any]] = []
+            now = utc_now()
+            try:
+                # New Sources are cited by no Page yet: nothing in the graph changes.
+                with self._content_write():
+                    chars = 0
+                    for source in pending:
+                        batch.append(self._write_source(source, now))
+                        chars += len(source.content)
+                        if progress is not None:
+                            progress(len(out) + len(batch), total)
+                        if chars >= SOURCE_BATCH_CHARS:
+                            break
+                    if not any(item["created"] for item in batch):
+                        raise _NothingToDo()
+            except _NothingToDo:
+                pass
+            out.extend(batch)
+            if not batch or len(out) == total:
+                return out
 
     def put_everything(
         self,
