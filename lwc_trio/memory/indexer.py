@@ -115,6 +115,10 @@ def unpack(blob: bytes) -> array[int]:
     return values
 
 
+def _new_ints() -> array[int]:
+    return array("i")
+
+
 class IndexBuffer:
     """Postings, frequencies, vocabulary words and statistics of one write transaction.
 
@@ -122,25 +126,12 @@ class IndexBuffer:
     document: a 5,000-page import writes one segment row per term instead of one row per term
     and page, and updates each term's frequency once. A document's postings count towards
     its terms' frequencies at the flush (`df` holds what documents taken out subtract).
-
-    Postings are collected by column in document order (`add`: a few C-level extends per
-    document, no Python step per posting) and grouped by term at the flush with one stable
-    numpy sort, so each term's postings keep ascending doc ids.
     """
 
     def __init__(self) -> None:
         self.df: Counter[str] = Counter()
         self.words: dict[str, str] = {}
-        self.terms: list[str] = []
-        """Each posting's term, document after document."""
-        self.counts = array("i")
-        """Each posting's weighted count (aligned with `terms`)."""
-        self.firsts = array("i")
-        """Each posting's first offset in the snippet text, -1 when not there."""
-        self.doc_ids = array("i")
-        self.doc_lengths = array("i")
-        self.doc_terms = array("i")
-        """Per document of the buffer: its id, length and number of postings."""
+        self.postings: defaultdict[str, array[int]] = defaultdict(_new_ints)
         self.heads: defaultdict[str, list[int]] = defaultdict(list)
         self.dead: set[int] = set()
         """Documents of this buffer (ids ≥ `first_doc`) taken out again before the flush."""
@@ -148,69 +139,35 @@ class IndexBuffer:
         self.docs = 0
         self.length = 0
 
-    def add(self, doc_id: int, length: int, weighted: dict[str, int], first: list[int]) -> None:
-        """One document's postings: `weighted` term counts, `first` offsets in their order."""
-        self.terms.extend(weighted)
-        self.counts.fromlist(list(weighted.values()))
-        self.firsts.fromlist(first)
-        self.doc_ids.append(doc_id)
-        self.doc_lengths.append(length)
-        self.doc_terms.append(len(weighted))
-
-    def grouped(self) -> tuple[list[tuple[str, bytes]], list[tuple[str, int]]]:
-        """`(term, packed postings)` per term sorted by term, without dead documents, and
-        `(term, postings)` counts with them (what the frequencies add: a dead document's
-        own unindexing took its postings back)."""
-        if not self.terms:
-            return [], []
-        import numpy as np  # a dependency (vector.py); only writes need it
-
-        vocabulary = sorted(set(self.terms))
-        number = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
-        term_ids = np.array(list(map(number.__getitem__, self.terms)), dtype=np.int32)
-        per_doc = np.frombuffer(self.doc_terms, dtype=np.int32)
-        rows = np.empty((len(self.terms), POSTING_FIELDS), dtype="<i4")
-        rows[:, 0] = np.repeat(np.frombuffer(self.doc_ids, dtype=np.int32), per_doc)
-        rows[:, 1] = np.frombuffer(self.counts, dtype=np.int32)
-        rows[:, 2] = np.repeat(np.frombuffer(self.doc_lengths, dtype=np.int32), per_doc)
-        rows[:, 3] = np.frombuffer(self.firsts, dtype=np.int32)
-        counted = list(zip(vocabulary, np.bincount(term_ids).tolist(), strict=True))
-        if self.dead:
-            live = ~np.isin(rows[:, 0], np.fromiter(self.dead, dtype=np.int32))
-            rows, term_ids = rows[live], term_ids[live]
-        order = np.argsort(term_ids, kind="stable")  # stable: doc ids stay ascending
-        data = rows[order].tobytes()
-        ends = np.cumsum(np.bincount(term_ids, minlength=len(vocabulary))).tolist()
-        width = 4 * POSTING_FIELDS
-        grouped: list[tuple[str, bytes]] = []
-        start = 0
-        for term, end in zip(vocabulary, ends, strict=True):
-            if end > start:
-                grouped.append((term, data[start * width : end * width]))
-            start = end
-        return grouped, counted
+    def _reset(self) -> None:
+        self.df, self.words, self.docs, self.length = Counter(), {}, 0, 0
+        self.postings, self.heads = defaultdict(_new_ints), defaultdict(list)
+        self.dead, self.first_doc = set(), 0
 
     def flush(self, conn: sqlite3.Connection) -> None:
         """Write what was collected (inside the same transaction) and start over."""
-        grouped, counted = self.grouped()
-        dead = self.dead
+        postings: dict[str, array[int]] = self.postings
         heads: dict[str, list[int]] = self.heads
+        dead = self.dead
+        df = self.df
+        for term, values in postings.items():  # each posting: one more document for its term
+            df[term] += len(values) // POSTING_FIELDS
         if dead:
             # Documents written and replaced in the same transaction: drop them now.
+            postings = {term: _drop_dead(values, dead) for term, values in postings.items()}
+            postings = {term: values for term, values in postings.items() if values}
             heads = {term: [d for d in ids if d not in dead] for term, ids in heads.items()}
-        df = self.df
-        df.update(dict(counted))  # each posting: one more document for its term
         seg = self.first_doc
-        if grouped:
+        if postings:
             nothing = b""
             conn.executemany(
                 "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
                 [
-                    (term, seg, blob, pack(heads[term]) if term in heads else nothing)
-                    for term, blob in grouped
+                    (term, seg, pack(values), pack(heads[term]) if term in heads else nothing)
+                    for term, values in sorted(postings.items())
                 ],
             )
-        added = {term for term, _blob in grouped}
+        added = postings
         changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
         if changes:
             conn.executemany(
@@ -236,7 +193,15 @@ class IndexBuffer:
                 "ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
                 [("docs", self.docs), ("length", self.length)],
             )
-        self.__init__()  # type: ignore[misc]  # start over empty
+        self._reset()
+
+
+def _drop_dead(values: array[int], dead: set[int]) -> array[int]:
+    kept = array("i")
+    for i in range(0, len(values), POSTING_FIELDS):
+        if values[i] not in dead:
+            kept.extend(values[i : i + POSTING_FIELDS])
+    return kept
 
 
 def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
@@ -424,7 +389,10 @@ def index_doc(
         )
     if not own.first_doc:
         own.first_doc = doc_id
-    own.add(doc_id, length, weighted, list(map(first.get, weighted, repeat(-1))))  # -1: absent
+    postings = own.postings
+    offsets = map(first.get, weighted, repeat(-1))  # -1: not in the snippet text
+    for term, tw, start in zip(weighted, weighted.values(), offsets, strict=True):
+        postings[term].fromlist([doc_id, tw, length, start])
     heads = own.heads
     for term in in_heads:
         heads[term].append(doc_id)
