@@ -57,7 +57,7 @@ MAX_PAGE_LINKS = 4096
 refused. A query keeps 64 links per Page; thousands are a generated hub, not a note, and
 every read and graph build would pay for them (docs/decisions.md, "Write-side bounds")."""
 WRITER_CACHE_KIB = 64 * 1024
-SOURCE_BATCH_CHARS = 16 * 1024 * 1024
+SOURCE_BATCH_CHARS = 48 * 1024 * 1024
 """Characters of Source text per transaction of `add_sources` (at least one Source each):
 a transaction's postings are held in memory until it commits."""
 IMPORT_BATCH = 5000
