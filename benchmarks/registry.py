@@ -57,6 +57,11 @@ SCENARIOS: Final = (
         "graph-upkeep", "graph_upkeep", "page put with a ready graph vs graph off and a full build"
     ),
     Scenario(
+        "scale-write",
+        "scale_write",
+        "bulk page import pages/s, peak RSS, store size vs an FTS5 table, same run",
+    ),
+    Scenario(
         "quality", "quality", "search quality on Cranfield vs bm25s (± stemming) and FTS5 porter"
     ),
     Scenario(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest_memory import err_code, out_json, run_lwc, snapshot
 
-from lwc_trio.memory.walk import SKIPPED_DIRS, Skipped, list_folder, source_inputs
+from lwc_trio.memory.transfer import read_source_inputs
+from lwc_trio.memory.walk import SKIPPED_DIRS, Skipped, list_folder
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 
@@ -131,7 +132,7 @@ def test_folder_walk_never_follows_a_symlink_out(tmp_path: Path, in_git: bool) -
     if in_git:
         git_init(folder)
     skipped: list[Skipped] = []
-    inputs = list(source_inputs(folder, store_root=tmp_path, skipped=skipped))
+    inputs = list(read_source_inputs(folder, root=tmp_path, title=None, skipped=skipped))
     assert [(s.title, s.content) for s in inputs] == [("ok.txt", "fine")]
     reasons = {item.path.rsplit("/", 1)[-1]: item.reason for item in skipped}
     assert reasons == {
@@ -146,7 +147,7 @@ def test_folder_walk_does_not_open_a_fifo(tmp_path: Path) -> None:
     write(folder, {"a.txt": "a"})
     os.mkfifo(folder / "pipe.txt")
     skipped: list[Skipped] = []
-    inputs = list(source_inputs(folder, store_root=tmp_path, skipped=skipped))
+    inputs = list(read_source_inputs(folder, root=tmp_path, title=None, skipped=skipped))
     assert [s.title for s in inputs] == ["a.txt"]
     assert [(s.path, s.reason) for s in skipped] == [
         (f"{folder.as_posix()}/pipe.txt", "not a regular file")

@@ -29,7 +29,7 @@ import attrs
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.bounds import IDENT_MAX, KIND_MAX, STAMP_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.lwc_files import private_copy
-from lwc_trio.memory.schema import SQLITE_HEADER
+from lwc_trio.memory.schema import lwc_header_version
 from lwc_trio.memory.slugs import USER_PROVENANCE, slug_problem
 from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, SourceInput, source_id
 
@@ -51,8 +51,6 @@ FIELD_LIMITS = {
     "kind": KIND_MAX,
     "timestamp": STAMP_MAX,
 }
-# LWC stores `user_version` in the SQLite header; lwc_trio's own stores leave it 0.
-_USER_VERSION_OFFSET = 60
 _TIMESTAMP = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?"
 )
@@ -93,10 +91,7 @@ def lwc_store_version(path: Path) -> int | None:
         head = os.read(fd, 100)
     finally:
         os.close(fd)
-    if len(head) < 100 or not head.startswith(SQLITE_HEADER):
-        return None
-    version = int.from_bytes(head[_USER_VERSION_OFFSET : _USER_VERSION_OFFSET + 4], "big")
-    return version or None
+    return lwc_header_version(head)
 
 
 def resolve_lwc_path(path: Path) -> Path:

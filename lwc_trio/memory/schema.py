@@ -17,12 +17,14 @@ from lwc_trio.exceptions import ForeignStoreError, StoreError
 __all__ = [
     "DDL",
     "FORMAT_VERSION",
+    "LWC_USER_VERSION",
     "MIGRATIONS",
     "SEARCH_DDL",
     "SQLITE_HEADER",
     "check_header",
     "check_schema",
     "expected_schema",
+    "lwc_header_version",
     "parse_count",
 ]
 
@@ -210,8 +212,24 @@ def expected_schema() -> frozenset[SchemaRow]:
         conn.close()
 
 
-LWC_VERSION_MAX = 255
-"""The largest `user_version` taken for an LWC store's format (LWC 0.16 writes 16)."""
+LWC_USER_VERSION = 16
+"""The SQLite `user_version` LWC 0.16 writes (its stores are also in WAL mode)."""
+
+
+def lwc_header_version(head: bytes) -> int | None:
+    """`LWC_USER_VERSION` when the 100-byte header `head` is an LWC 0.16 store's, else None.
+
+    LWC 0.16 writes `user_version` 16 and keeps its file in WAL mode (header bytes 18 and 19
+    are 2); the lwc CLI never writes WAL, and its own stores keep `user_version` 0. Any other
+    `user_version` (a user's `PRAGMA user_version = 5` on an lwc store, another tool's file)
+    is not taken for LWC: the schema check decides what the file is.
+    """
+    if len(head) < 100 or not head.startswith(SQLITE_HEADER):
+        return None
+    version = int.from_bytes(head[60:64], "big")
+    if version == LWC_USER_VERSION and head[18] == 2 and head[19] == 2:
+        return version
+    return None
 
 
 def check_header(head: bytes) -> None:
@@ -219,15 +237,12 @@ def check_header(head: bytes) -> None:
 
     A WAL-mode file would make even a read-only reader create `-wal`/`-shm` files, so it is
     refused before SQLite ever sees it. Raises `StoreError(store_corrupt)`, or
-    `ForeignStoreError` for an LWC store (a non-zero `user_version` at header offset 60; LWC
-    0.16 writes 16), as `lwc_import.lwc_store_version` tells them apart.
+    `ForeignStoreError` for an LWC 0.16 store (`lwc_header_version`).
     """
     if len(head) < 100 or not head.startswith(SQLITE_HEADER):
         raise StoreError("store_corrupt", "the store is not an SQLite database")
-    lwc_version = int.from_bytes(head[60:64], "big")
-    # lwc_trio stores keep user_version 0; LWC counts its formats there (0.16 writes 16). A
-    # damaged header (bytes all 0xff) is not taken for one.
-    if 0 < lwc_version <= LWC_VERSION_MAX and head[18] in (1, 2) and head[19] in (1, 2):
+    lwc_version = lwc_header_version(head)
+    if lwc_version is not None:
         raise ForeignStoreError(
             f"a Wiki written by LWC (SQLite user_version {lwc_version}); lwc reads its own "
             "format: convert it with `lwc import --from-lwc` (LWC's files are kept unchanged)"

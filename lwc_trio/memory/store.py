@@ -36,12 +36,14 @@ from lwc_trio.memory.schema import (
 
 __all__ = [
     "READ_BUSY_SLICE_MS",
+    "STORE_PATH_MAX",
     "WRITE_BUSY_TIMEOUT_S",
     "Interrupted",
     "StoreInfo",
     "begin_read",
     "begin_read_cookie",
     "check_file",
+    "check_path_length",
     "create_store",
     "open_reader",
     "open_writer",
@@ -58,6 +60,11 @@ READ_BUSY_SLICE_MS = 50
 WRITE_BUSY_TIMEOUT_S = 10.0
 # Page cache of one read-only connection, in KiB (SQLite's default is 2,000).
 READER_CACHE_KIB = 1024
+STORE_PATH_MAX = 480
+"""Bytes of a store file's path, symlinks resolved, that lwc opens. SQLite's unix VFS takes
+paths of at most 512 bytes and resolves symlinks (even `/proc/self/fd/N/...`) back to the
+textual path first, so a longer path cannot be reached through a handle; the margin holds
+`-journal` and `lwc init`'s temporary file beside `wiki.db` (docs/decisions.md)."""
 # The progress handler runs every this many SQLite VM steps.
 PROGRESS_STEPS = 1000
 STORE_ID_MAX = 256
@@ -158,6 +165,20 @@ def check_file(path: Path) -> tuple[int, int]:
         os.close(fd)
 
 
+def check_path_length(path: Path) -> None:
+    """Refuse a store whose path SQLite cannot open: `store_path_invalid` naming the bound
+    (SQLite would say `unable to open database file`, read as a missing or corrupt store)."""
+    real = os.fsencode(os.path.realpath(path))
+    if len(real) > STORE_PATH_MAX:
+        tail = os.fsdecode(real[-48:])
+        raise StoreError(
+            "store_path_invalid",
+            f"the store path (…{tail}) is {len(real)} bytes long with symlinks resolved; "
+            f"SQLite opens paths of at most {STORE_PATH_MAX} bytes: move the project to a "
+            "shorter path or use the global Wiki (`--scope global`)",
+        )
+
+
 def open_reader(
     path: Path,
     cancelled: threading.Event | None = None,
@@ -187,6 +208,7 @@ def open_reader(
             check_same_thread=False,
         )
 
+    check_path_length(path)
     try:
         if expected is None:
             check_header(_read_head(path))
@@ -322,6 +344,7 @@ def create_store(path: Path) -> bool:
     """
     if os.path.lexists(path):
         return False
+    check_path_length(path)
     tmp = path.with_name(f".{path.name}.init-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
@@ -364,6 +387,7 @@ def open_writer(path: Path) -> sqlite3.Connection:
         raise StoreError("store_not_found", f"no Wiki store at {path}") from None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         raise StoreError("store_path_invalid", f"{path} is not a regular file")
+    check_path_length(path)
     check_header(_read_head(path))
     conn = sqlite3.connect(path, isolation_level=None, timeout=WRITE_BUSY_TIMEOUT_S)
     try:

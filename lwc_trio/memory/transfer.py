@@ -7,10 +7,12 @@ so the same store always exports to the same bytes and diffs well under version 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from lwc_trio.memory import walk
 from lwc_trio.memory.walk import Skipped
 from lwc_trio.memory.writer import (
     MAX_TEXT_BYTES,
+    CheckedPages,
+    CheckedSources,
     PageInput,
     SourceInput,
     Wiki,
@@ -33,6 +37,8 @@ __all__ = [
     "EXPORT_MARKER",
     "PAGE_KEYS",
     "SOURCE_KEYS",
+    "JsonlPages",
+    "SourceFiles",
     "export_wiki",
     "format_front_matter",
     "import_wiki",
@@ -148,29 +154,123 @@ def parse_page_text(text: str, *, name: str, stem: str) -> PageInput:
     return page_from_mapping({"slug": stem, "title": title, "body": text}, where=name)
 
 
-def parse_jsonl(path: Path) -> list[PageInput]:
-    """Pages from a JSON Lines file, one object per non-blank line. Raises `WikiError`."""
-    pages: list[PageInput] = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
+class JsonlPages(CheckedPages):
+    """The Pages of a JSON Lines file, read as a stream (any size; each record at most
+    64 MiB): one object per non-blank line.
+
+    Opening checks every record (JSON, fields, `validate_page`, slugs distinct) in one pass
+    that keeps only the slugs, so bad input is refused before anything is written; iterating
+    reads the file again through the same open handle, one record at a time, so a bulk import
+    holds one write batch in memory, not the file. Raises `WikiError`.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle = path.open("rb")
+        # Closed with the object (or by `close`), never left to the garbage collector's warning.
+        self._closer = weakref.finalize(self, self._handle.close)
         try:
-            fields = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
-        if not isinstance(fields, dict):
-            raise WikiError("invalid_import", f"{where}: expected a JSON object")
-        pages.append(page_from_mapping(fields, where=where))
-    return pages
+            self._count = self._check()
+        except BaseException:
+            self._handle.close()
+            raise
+
+    def _check(self) -> int:
+        seen: dict[str, int] = {}
+        count = 0
+        for number, page in self._records():
+            validate_page(page)
+            first = seen.setdefault(page.slug, number)
+            if first != number:
+                raise WikiError(
+                    "invalid_page",
+                    f"{self.path}:{number}: slug {page.slug!r} appears more than once "
+                    f"(first on line {first})",
+                )
+            count += 1
+        return count
+
+    def _records(self) -> Iterator[tuple[int, PageInput]]:
+        self._handle.seek(0)
+        number = 0
+        while True:
+            line = self._handle.readline(MAX_TEXT_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            where = f"{self.path}:{number}"
+            if len(line) > MAX_TEXT_BYTES:
+                raise WikiError("invalid_import", f"{where}: a record is larger than 64 MiB")
+            if not line.strip():
+                continue
+            try:
+                fields = json.loads(line)
+            except UnicodeDecodeError:
+                raise WikiError("invalid_import", f"{where}: not UTF-8") from None
+            except json.JSONDecodeError as exc:
+                raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
+            if not isinstance(fields, dict):
+                raise WikiError("invalid_import", f"{where}: expected a JSON object")
+            yield number, page_from_mapping(fields, where=where)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[PageInput]:
+        return (page for _number, page in self._records())
+
+    def close(self) -> None:
+        self._closer()
+
+
+def parse_jsonl(path: Path) -> JsonlPages:
+    """The checked Pages of a JSON Lines file (`JsonlPages`). Raises `WikiError`."""
+    return JsonlPages(path)
 
 
 # ----------------------------------------------------------------------- source files
 
 
+def _read_source(path: Path) -> tuple[str, str]:
+    """`(text, sha256)` of one Source file, size checked by `stat` before reading."""
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise WikiError("source_too_large", f"{path} is larger than 64 MiB")
+    with path.open("rb") as handle:
+        data = handle.read(MAX_TEXT_BYTES + 1)
+    return decode_source(data, name=str(path))
+
+
+SourceReader = Callable[[], tuple[str, str]]
+"""Reads one checked Source file again: `(text, sha256)`."""
+
+
+class SourceFiles(CheckedSources):
+    """The Source files under a path, each read and checked once when this is made (only
+    its digest kept), then read again one at a time as the writer stores them: a folder of
+    any size is added with one write batch of text in memory. A file whose bytes changed in
+    between is refused (`invalid_source`) rather than stored unchecked."""
+
+    def __init__(self, entries: list[tuple[SourceReader, str, str, str]]) -> None:
+        self._entries = entries
+        """`(read, title, origin, sha256)` per file."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def titles(self) -> list[str]:
+        return [title for _read, title, _origin, _digest in self._entries]
+
+    def __iter__(self) -> Iterator[SourceInput]:
+        for read, title, origin, digest in self._entries:
+            text, again = read()
+            if again != digest:
+                raise WikiError("invalid_source", f"{title} changed while it was being added")
+            yield SourceInput(title, origin, text, digest)
+
+
 def read_source_inputs(
     target: Path, *, root: Path, title: str | None, skipped: list[Skipped] | None = None
-) -> list[SourceInput]:
+) -> SourceFiles:
     """Read and check every Source file under `target` before anything is written.
 
     A directory is walked by `walk.source_inputs` (`.gitignore`, skipped folders, no links);
@@ -181,17 +281,27 @@ def read_source_inputs(
     if target.is_symlink():
         raise WikiError("invalid_source", f"{target} is a symlink; give the file itself")
     if target.is_dir():
-        return list(walk.source_inputs(target, store_root=root, skipped=skipped))
+        return SourceFiles(
+            [
+                (
+                    functools.partial(walk.read_source, target, relative),
+                    title or relative,
+                    origin,
+                    digest,
+                )
+                for relative, origin, digest in walk.source_files(
+                    target, store_root=root, skipped=skipped
+                )
+            ]
+        )
     if not target.is_file():
         raise WikiError("invalid_input", f"{target} does not exist")
-    if target.stat().st_size > MAX_TEXT_BYTES:
-        raise WikiError("source_too_large", f"{target} is larger than 64 MiB")
-    with target.open("rb") as handle:
-        data = handle.read(MAX_TEXT_BYTES + 1)
-    text, digest = decode_source(data, name=str(target))
+    _text, digest = _read_source(target)
     real = Path(os.path.realpath(target))
     origin = real.relative_to(root).as_posix() if root in real.parents else str(real)
-    return [SourceInput(title or target.name, origin, text, digest)]
+    return SourceFiles(
+        [(functools.partial(_read_source, target), title or target.name, origin, digest)]
+    )
 
 
 # ------------------------------------------------------------------- whole-store export

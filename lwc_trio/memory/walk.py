@@ -29,7 +29,7 @@ from typing import Protocol
 import attrs
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, SourceInput, decode_source
+from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, decode_source
 
 __all__ = [
     "SKIPPED_DIRS",
@@ -38,7 +38,8 @@ __all__ = [
     "Skipped",
     "list_folder",
     "page_inputs",
-    "source_inputs",
+    "read_source",
+    "source_files",
 ]
 
 SKIPPED_DIRS = frozenset(
@@ -265,21 +266,38 @@ def _open_root(root: Path) -> Path:
         raise WikiError("invalid_input", f"{root} cannot be read ({_why(exc)})") from None
 
 
-def source_inputs(
+def source_files(
     folder: Path, *, store_root: Path, skipped: list[Skipped] | None
-) -> Iterator[SourceInput]:
-    """A Source for each text file the walk of `folder` finds, titled by its relative path.
+) -> Iterator[tuple[str, str, str]]:
+    """`(relative, origin, sha256)` for each text file the walk of `folder` finds, read and
+    checked once (its text is not kept: `read_source` reads it again to write it).
 
     `origin` is the path relative to `store_root` when inside it, else absolute. Files that
     are not text go to `skipped` (None: strict, the first one raises `WikiError`).
     """
     real = _open_root(folder)
-    for relative, _, text, digest in _texts(folder, list_folder(folder), skipped):
+    for relative, _, _text, digest in _texts(folder, list_folder(folder), skipped):
         path = real / relative
         origin = (
             path.relative_to(store_root).as_posix() if store_root in path.parents else str(path)
         )
-        yield SourceInput(relative, origin, text, digest)
+        yield relative, origin, digest
+
+
+def read_source(folder: Path, relative: str) -> tuple[str, str]:
+    """`(text, sha256)` of a file `source_files` found, read again through handles only.
+
+    Raises `WikiError` (the file became a link, not a regular file, too large, or not text).
+    """
+    name = _display(folder, relative)
+    root_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        data = _read_below(root_fd, relative)
+    except _Unreadable as exc:
+        raise WikiError(exc.code, f"{name} {exc.reason}") from None
+    finally:
+        os.close(root_fd)
+    return decode_source(data, name=name)
 
 
 def page_inputs(

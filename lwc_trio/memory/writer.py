@@ -7,8 +7,10 @@ The search index is maintained here (`indexer.py`), with the analyzer the query 
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import hashlib
+import itertools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,19 +39,30 @@ from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_proble
 from lwc_trio.memory.store import open_writer, read_info, utc_now, write_transaction
 
 __all__ = [
+    "MAX_PAGE_LINKS",
     "MAX_TEXT_BYTES",
+    "CheckedPages",
+    "CheckedSources",
     "PageInput",
     "SourceInput",
     "Wiki",
+    "check_pages",
     "decode_source",
     "source_id",
     "validate_page",
 ]
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
+MAX_PAGE_LINKS = 4096
+"""Distinct out-links a Page may have (body links and recorded ones): a write with more is
+refused. A query keeps 64 links per Page; thousands are a generated hub, not a note, and
+every read and graph build would pay for them (docs/decisions.md, "Write-side bounds")."""
 WRITER_CACHE_KIB = 64 * 1024
 WAIT_NOTICE_S = 1.0
 """How long a write waits for another writer's lock before `Wiki.on_wait` is called."""
+SOURCE_BATCH_CHARS = 48 * 1024 * 1024
+"""Characters of Source text per transaction of `add_sources` (at least one Source each):
+a transaction's postings are held in memory until it commits."""
 IMPORT_BATCH = 5000
 """Pages per transaction of a bulk import. Each transaction writes one search segment row
 per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
@@ -127,6 +140,7 @@ def validate_page(page: PageInput) -> None:
             )
     if "\x00" in page.body or len(page.body.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise WikiError("invalid_page", "a page body must be text of at most 64 MiB")
+    _check_links(page)
     for value in page.provenance:
         if value == "source-grounded":
             if not page.sources:
@@ -138,6 +152,65 @@ def validate_page(page: PageInput) -> None:
             raise WikiError(
                 "invalid_provenance", f"unknown provenance {value!r} (one of: {allowed})"
             )
+
+
+def _check_links(page: PageInput) -> None:
+    """Refuse a Page with more than `MAX_PAGE_LINKS` distinct out-links. Each link needs a
+    `[[` or a `](` in the body, so most bodies are let through by counting those alone."""
+    rough = page.body.count("[[") + page.body.count("](") + len(page.links)
+    if rough <= MAX_PAGE_LINKS:
+        return
+    links = set(extract_links(page.body, own_slug=page.slug)).union(page.links)
+    links.discard(page.slug)
+    if len(links) > MAX_PAGE_LINKS:
+        raise WikiError(
+            "invalid_page",
+            f"page {page.slug[:64]!r} links to {len(links):,} pages (at most "
+            f"{MAX_PAGE_LINKS:,} distinct links per page): split it into smaller pages",
+        )
+
+
+class CheckedSources(abc.ABC):
+    """Source files already read and checked once (`transfer.SourceFiles`), read again one
+    at a time as they are written, so only one write batch of text is held."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[SourceInput]: ...
+
+    @abc.abstractmethod
+    def titles(self) -> list[str]:
+        """Each Source's title, without reading its content."""
+
+
+class CheckedPages(abc.ABC):
+    """Pages already checked (`check_pages`: valid, slugs distinct) that can be read again
+    as a stream, e.g. a large JSON Lines file (`transfer.JsonlPages`)."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[PageInput]: ...
+
+
+def check_pages(pages: Iterable[PageInput]) -> None:
+    """`validate_page` each of `pages` and refuse a slug given twice. Raises `WikiError`."""
+    seen: set[str] = set()
+    for page in pages:
+        validate_page(page)
+        if page.slug in seen:
+            raise WikiError("invalid_page", f"slug {page.slug!r} appears more than once")
+        seen.add(page.slug)
+
+
+def _batches(pages: Iterable[PageInput], size: int) -> Iterator[list[PageInput]]:
+    """`pages` in lists of `size` (the last one shorter)."""
+    iterator = iter(pages)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
 
 
 def _stored_provenance(page: PageInput) -> list[str]:
@@ -345,25 +418,23 @@ class Wiki:
 
     def put_pages(
         self,
-        pages: Sequence[PageInput],
+        pages: Sequence[PageInput] | CheckedPages,
         *,
         batch: int = IMPORT_BATCH,
         progress: Progress | None = None,
     ) -> dict[str, int]:
         """Write `pages`, one transaction per `batch`; counts by outcome.
 
-        Every Page is validated before the first transaction, so bad input changes nothing.
-        Raises `WikiError` (the failing batch is rolled back).
+        Every Page is validated before the first transaction, so bad input changes nothing
+        (`CheckedPages` were checked as they were opened; they are read again as a stream, one
+        batch in memory at a time). Raises `WikiError` (the failing batch is rolled back).
         """
-        for page in pages:
-            validate_page(page)
-        slugs = [page.slug for page in pages]
-        if len(set(slugs)) != len(slugs):
-            dup = next(slug for slug in slugs if slugs.count(slug) > 1)
-            raise WikiError("invalid_page", f"slug {dup!r} appears more than once")
+        if not isinstance(pages, CheckedPages):
+            check_pages(pages)
         counts = {"created": 0, "updated": 0, "unchanged": 0}
-        for start in range(0, len(pages), batch):
-            chunk = pages[start : start + batch]
+        total = len(pages)
+        done = 0
+        for chunk in _batches(pages, batch):
             now = utc_now()
             outcomes: list[str] = []
             try:
@@ -379,8 +450,9 @@ class Wiki:
                 pass
             for outcome in outcomes:
                 counts[outcome] += 1
+            done += len(chunk)
             if progress is not None:
-                progress(min(start + batch, len(pages)), len(pages))
+                progress(done, total)
         return counts
 
     def put_page(self, page: PageInput) -> str:
@@ -440,29 +512,47 @@ class Wiki:
         return {"id": ident, "title": source.title, "created": True}
 
     def add_sources(
-        self, sources: Sequence[SourceInput], *, progress: Progress | None = None
+        self,
+        sources: Sequence[SourceInput] | CheckedSources,
+        *,
+        progress: Progress | None = None,
     ) -> list[dict[str, Any]]:
-        """Store Source snapshots in one transaction, deduplicated by SHA-256."""
-        for source in sources:
-            if len(source.title) > TITLE_MAX:
+        """Store Source snapshots, deduplicated by SHA-256, one transaction per
+        `SOURCE_BATCH_CHARS` of text (a folder of any size is written with bounded memory).
+
+        Every title is checked before the first transaction. Raises `WikiError`.
+        """
+        for source in sources.titles() if isinstance(sources, CheckedSources) else sources:
+            title = source if isinstance(source, str) else source.title
+            if len(title) > TITLE_MAX:
                 raise WikiError(
                     "invalid_source",
-                    f"a source title has {len(source.title)} characters (at most {TITLE_MAX})",
+                    f"a source title has {len(title)} characters (at most {TITLE_MAX})",
                 )
         out: list[dict[str, Any]] = []
-        now = utc_now()
-        try:
-            # New Sources are cited by no Page yet: nothing in the graph changes.
-            with self._content_write():
-                for done, source in enumerate(sources, start=1):
-                    out.append(self._write_source(source, now))
-                    if progress is not None:
-                        progress(done, len(sources))
-                if not any(item["created"] for item in out):
-                    raise _NothingToDo()
-        except _NothingToDo:
-            pass
-        return out
+        total = len(sources)
+        pending = iter(sources)
+        while True:
+            batch: list[dict[str, Any]] = []
+            now = utc_now()
+            try:
+                # New Sources are cited by no Page yet: nothing in the graph changes.
+                with self._content_write():
+                    chars = 0
+                    for source in pending:
+                        batch.append(self._write_source(source, now))
+                        chars += len(source.content)
+                        if progress is not None:
+                            progress(len(out) + len(batch), total)
+                        if chars >= SOURCE_BATCH_CHARS:
+                            break
+                    if not any(item["created"] for item in batch):
+                        raise _NothingToDo()
+            except _NothingToDo:
+                pass
+            out.extend(batch)
+            if not batch or len(out) == total:
+                return out
 
     def put_everything(
         self,

@@ -27,7 +27,7 @@ from lwc_trio.cli.wiki.stores import (
 )
 from lwc_trio.memory.transfer import EXPORT_MARKER, parse_jsonl, parse_page_text
 from lwc_trio.memory.walk import Skipped, page_inputs
-from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, Wiki
+from lwc_trio.memory.writer import MAX_TEXT_BYTES, CheckedPages, PageInput, Wiki
 
 
 def _read_input(name: str) -> bytes:
@@ -123,7 +123,9 @@ def page_import(args: argparse.Namespace) -> int:
         raise fail("invalid_input", f"{source} is an lwc export; load it with `lwc import`")
     skipped: list[Skipped] | None = None if args.strict else []
     if source.is_dir():
-        pages = page_inputs(source, skipped=skipped, parse=parse_page_text)
+        pages: list[PageInput] | CheckedPages = page_inputs(
+            source, skipped=skipped, parse=parse_page_text
+        )
     elif source.is_file():
         pages = parse_jsonl(source)
     else:
