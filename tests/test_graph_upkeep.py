@@ -129,14 +129,16 @@ def test_a_disabled_graph_is_left_alone(db: Path) -> None:
 
 @pytest.mark.parametrize("engine", ["grafeo", "surrealdb", "enabled"])
 def test_config_set_accepts_lwc_engine_names(tmp_path: Path, engine: str) -> None:
-    """`lwc config set --graph grafeo|surrealdb` (LWC's values) enable the graph."""
+    """`lwc config set --graph grafeo|surrealdb` (LWC's values) enable the graph and, as LWC's
+    `work` does, build it at once (SPEC §7: lwc runs the work and reports it done)."""
     home, project = tmp_path / "home", tmp_path / "home" / "proj"
     project.mkdir(parents=True)
     out_json(run_lwc("init", cwd=project, home=home))
     result = out_json(run_lwc("config", "set", "--graph", engine, cwd=project, home=home))
     assert result["changed"] is True
     assert result["graph"]["enabled"] is True
-    assert result["graph"]["status"] == "pending"
+    assert result["graph"]["status"] == "ready"
+    assert result["work"]["state"] == "succeeded"
 
 
 def test_cli_page_put_keeps_the_graph_ready(tmp_path: Path) -> None:
