@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lwc_trio.memory.passages import (
     ELISION,
     OUTLINE_MAX,
@@ -12,7 +15,7 @@ from lwc_trio.memory.passages import (
     shares,
     split_passages,
 )
-from lwc_trio.memory.results import PageBody, dumps_compact, fit_pages
+from lwc_trio.memory.results import PageBody, dumps_compact, fit_pages, json_units
 from lwc_trio.memory.tokenize import parse_query
 
 
@@ -166,3 +169,9 @@ def test_a_short_page_that_fits_comes_whole_past_its_share() -> None:
     again = fit_pages(pages, terms("cancellation"), 10_000)
     assert again[0]["links"] == []
     assert dumps_compact(again[1:]) == dumps_compact(got[1:])
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_counted_sizes_equal_the_encoded_ones(text: str) -> None:
+    """`fit_pages` counts an entry's size instead of encoding its body again."""
+    assert json_units(text) == cost(dumps_compact(text))

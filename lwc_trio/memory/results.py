@@ -21,7 +21,7 @@ import attrs
 
 from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
-from lwc_trio.memory.passages import cost, focus, outline, shares
+from lwc_trio.memory.passages import Focused, cost, focus, outline, shares
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
 from lwc_trio.memory.tokenize import is_cjk
@@ -520,13 +520,14 @@ def _fit_pages(
     out: list[dict[str, Any]] = []
     for page, fraction in zip(ordered, shares(len(ordered), room), strict=False):
         # Its other fields, the comma between entries and a `more` call.
-        base = cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
+        meta = cost(dumps_compact(page.to_json("", False)))
+        base = meta + len(page.slug) + 16
         share = int(left * fraction) - base
         cap = min(PAGE_BODY_CAP, chars)
-        whole = len(page.head) == page.length
-        if whole and page.offset < 0 and len(page.head) <= cap:
-            # A short Page comes whole while the budget holds it, even past its share.
+        units = -1  # the whole body's cost, when it could come whole
+        if page.offset < 0 and len(page.head) == page.length and len(page.head) <= cap:
             units = cost(page.head)
+            # A short Page comes whole while the budget holds it, even past its share.
             if units <= WHOLE_FLOOR and units <= left - base - 1:
                 share = max(share, units)
         if share < MIN_SHARE or cap <= 0:
@@ -539,21 +540,43 @@ def _fit_pages(
                 left -= base + cost(dumps_compact(entry))
             continue
         heads: list[str] = []
-        if not whole or len(page.head) > cap or cost(page.head) > share:
+        extra = ""  # what the entry adds after `truncated`
+        if 0 <= units <= share:
+            focused = Focused(page.head, False, units)
+        else:
             heads = outline(page.head)
-            share -= cost(dumps_compact(heads)) + len(',"outline":') if heads else 0
-        focused = focus(page.head, terms, share, cap)
-        if not focused.body and page.length:
-            continue  # nothing of it fits its share: the next Page may
-        if not focused.truncated and whole:
-            heads = []
+            if heads:
+                extra = ',"outline":' + dumps_compact(heads)
+                share -= cost(extra)
+            focused = focus(page.head, terms, share, cap)
+            if not focused.body and page.length:
+                continue  # nothing of it fits its share: the next Page may
+            if not focused.truncated and units >= 0:
+                heads, extra = [], ""
         item = page.to_json(focused.body, focused.truncated, heads)
         if item["truncated"]:
             item["more"] = f"[[{page.slug}]]"
+            extra += ',"more":' + dumps_compact(item["more"])
         out.append(item)
         chars -= len(focused.body)
-        left -= cost(dumps_compact(item)) + 1
+        # The entry's cost without encoding its body again: its fields as counted in
+        # `meta`, the body's JSON string for `""`, the `truncated` value's length, the rest.
+        flip = item["truncated"] != (page.cut or page.length > 0)
+        left -= meta - 4 + json_units(focused.body) + (1 if flip else 0) + cost(extra) + 1
     return out
+
+
+def json_units(text: str) -> int:
+    """`cost(dumps_compact(text))` of a string, counted: its quotes (two units each), and
+    each escape's backslash counted again (`passages.cost` counts `"`, `\\` and a control
+    character as their escapes)."""
+    extra = 2 * (text.count('"') + text.count("\\"))
+    if not text.isprintable():
+        extra += len(_CONTROL.findall(text))
+    return 4 + cost(text) + extra
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def dumps_compact(obj: Any) -> str:
