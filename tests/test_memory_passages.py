@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lwc_trio.memory.passages import (
     ELISION,
     OUTLINE_MAX,
@@ -12,6 +15,7 @@ from lwc_trio.memory.passages import (
     shares,
     split_passages,
 )
+from lwc_trio.memory.results import PageBody, dumps_compact, fit_pages, json_units
 from lwc_trio.memory.tokenize import parse_query
 
 
@@ -139,3 +143,35 @@ def test_a_passage_cut_short_is_never_joined_to_the_next_as_if_whole() -> None:
     pieces = [piece.strip().removesuffix(" …") for piece in got.body.split(ELISION)]
     assert all(piece in big for piece in pieces)
     assert len(got.body) <= 15_000
+
+
+def _page(slug: str, body: str) -> PageBody:
+    return PageBody("project", slug, slug.title(), "note", None, body, len(body), (), (), "t")
+
+
+def test_a_short_page_that_fits_comes_whole_past_its_share() -> None:
+    """A ~900-character glossary ranked third comes whole when the budget left holds it,
+    though its rank's share is smaller; unused share still reaches the Pages after it."""
+    long = ("The cancellation handshake. " + FILLER + "\n\n") * 30
+    glossary = "\n".join(f"- term {i}: what cancellation {i} means here" for i in range(22))
+    assert 800 < len(glossary) < 1_000
+    pages = [_page("a", long), _page("b", long), _page("glossary", glossary)]
+    pages += [_page(f"c{i}", long) for i in range(3)]
+    got = fit_pages(pages, terms("cancellation"), 10_000)
+    by_slug = {item["slug"]: item for item in got}
+    assert by_slug["glossary"]["body"] == glossary
+    assert by_slug["glossary"]["truncated"] is False
+    assert "more" not in by_slug["glossary"]
+    assert by_slug["a"]["truncated"] is True
+    assert sum(len(dumps_compact(item)) + 1 for item in got) <= 10_000
+    # The same input gives the same bytes (the fitted answer is kept and handed out as a copy).
+    got[0]["links"].append("changed")
+    again = fit_pages(pages, terms("cancellation"), 10_000)
+    assert again[0]["links"] == []
+    assert dumps_compact(again[1:]) == dumps_compact(got[1:])
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_counted_sizes_equal_the_encoded_ones(text: str) -> None:
+    """`fit_pages` counts an entry's size instead of encoding its body again."""
+    assert json_units(text) == cost(dumps_compact(text))

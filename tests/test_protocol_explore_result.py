@@ -460,3 +460,25 @@ def test_mode_all_shares_one_budget_and_a_plane_not_ready_leaves_its_share() -> 
     assert len(alone["codeGraph"]["text"]) > len(both["codeGraph"]["text"])
     no_code, _ = build_result(args, "/ws", _memory_with_pages(6, 2_000), CODE_UNAVAILABLE, 3, 5)
     assert len(no_code["memory"]["pages"]) > len(both["memory"]["pages"])
+
+
+def test_mode_all_code_gets_its_share_when_a_file_section_is_long() -> None:
+    """A file section longer than the code's share is cut at a line end, not dropped with
+    everything after the preamble (the code text once kept only its first line)."""
+    text = "Explore results for `q`\n\n" + _code_text(8, lines=300)  # ~6,700 chars a file
+    code = {"state": "ready", "text": text, "truncated": False, "files": []}
+    args = attrs.evolve(_args("all"), maxTokens=2_500)
+    both, _ = build_result(args, "/ws", _memory_with_pages(6, 2_000), dict(code), 3, 5)
+    got = both["codeGraph"]
+    assert _cost(both) <= 10_000
+    assert both["memory"]["pages"]
+    assert len(got["text"]) >= 10_000 // 3  # a fair share of the 10,000 units
+    assert text.startswith(got["text"])
+    assert text[len(got["text"]) - 1] == "\n"
+    assert got["files"] == ["src/f0.py"]
+    assert got["truncated"] is True
+    # Sections that fit still come whole: the cut is where a file section starts.
+    short = "Explore results for `q`\n\n" + _code_text(30)
+    code = {"state": "ready", "text": short, "truncated": False, "files": []}
+    both, _ = build_result(args, "/ws", _memory_with_pages(6, 2_000), dict(code), 3, 5)
+    assert short[len(both["codeGraph"]["text"]) :].startswith("**`src/f")

@@ -63,26 +63,32 @@ def ready_state(text: str) -> dict[str, Any]:
     return {"state": "ready", "text": kept, "truncated": truncated, "files": section_files(kept)}
 
 
-def _boundaries(text: str) -> list[int]:
-    """Where `text` may be cut, last first: file-section starts, else line starts."""
-    cuts = [m.start() for m in _SECTION.finditer(text) if m.start() > 0]
-    if not cuts:
-        cuts = [m.end() for m in re.finditer(r"\n", text) if m.end() < len(text)]
-    return cuts[::-1]
+def _longest(text: str, cuts: list[int], room: int) -> str:
+    """The longest `text[:cut]` of the ascending `cuts` whose JSON string costs at most
+    `room` units ("" when none does); the cost grows with the prefix, so bisection."""
+    lo, hi = 0, len(cuts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cost(text[: cuts[mid]]) + 2 <= room:
+            lo = mid + 1
+        else:
+            hi = mid
+    return text[: cuts[lo - 1]] if lo else ""
 
 
 def fit_state(state: dict[str, Any], room: int) -> dict[str, Any]:
     """A `ready` object whose `text` costs at most `room` units as a JSON string
-    (`passages.cost`), cut at the last file section that fits (with no section, the last
-    line), never mid-line; `truncated` and `files` follow. Nothing fits: empty text."""
+    (`passages.cost`), cut never mid-line: at the last file section that fits, unless that
+    keeps less than half the room (a long file section next) — then at the last line that
+    fits, inside that section. `truncated` and `files` follow. Nothing fits: empty text."""
     text: str = state["text"]
     if cost(text) + 2 <= room:
         return state
-    kept = ""
-    for cut in _boundaries(text):
-        if cost(text[:cut]) + 2 <= room:
-            kept = text[:cut]
-            break
+    sections = [m.start() for m in _SECTION.finditer(text) if m.start() > 0]
+    kept = _longest(text, sections, room)
+    if cost(kept) + 2 < room // 2:
+        lines = [m.end() for m in re.finditer(r"\n", text) if m.end() < len(text)]
+        kept = max(kept, _longest(text, lines, room), key=len)
     return {"state": "ready", "text": kept, "truncated": True, "files": section_files(kept)}
 
 

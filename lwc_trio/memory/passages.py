@@ -63,19 +63,23 @@ _CJK = re.compile(
     "[\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
 )
-# Characters compact JSON writes as two bytes or more beyond themselves (`"` → `\"`, a
-# control character → `\n` or `\u00XX`).
-_CONTROL = re.compile(r"[\x00-\x1f]")
+# Control characters compact JSON writes as six bytes (`\u00XX`); `\t`, `\n`, `\r`, `\b` and
+# `\f` take two.
+_LONG_CONTROL = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")
 
 
 def cost(text: str) -> int:
-    """Cost units of `text` inside a compact JSON string (see the module docstring)."""
-    size = len(text.encode("utf-8")) + text.count('"') + text.count("\\")
-    if not text.isascii():
-        size += len(_CJK.findall(text))
+    """Cost units of `text` inside a compact JSON string (see the module docstring).
+
+    Counted, not encoded: this runs for every Page of every answer."""
+    ascii_ = text.isascii()
+    size = len(text) if ascii_ else len(text.encode("utf-8")) + len(_CJK.findall(text))
+    size += text.count('"') + text.count("\\")
     if not text.isprintable():  # line breaks, tabs, other control characters
-        for match in _CONTROL.finditer(text):
-            size += 1 if match.group() in "\n\r\t\b\f" else 5
+        size += text.count("\n") + text.count("\t") + text.count("\r")
+        size += text.count("\b") + text.count("\f")
+        if _LONG_CONTROL.search(text) is not None:
+            size += 5 * len(_LONG_CONTROL.findall(text))
     return size
 
 

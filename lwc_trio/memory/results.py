@@ -9,9 +9,11 @@ query (`passages.py`), within LWC's caps (15,000 characters a body, 60,000 in al
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 import sqlite3
+import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -19,7 +21,7 @@ import attrs
 
 from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
-from lwc_trio.memory.passages import cost, focus, outline, shares
+from lwc_trio.memory.passages import Focused, cost, focus, outline, shares
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
 from lwc_trio.memory.tokenize import is_cjk
@@ -52,6 +54,10 @@ PAGES_TOTAL_CAP = 60_000
 MIN_SHARE = 240
 """A Page whose share of the budget (after its other fields) is under this many cost units
 is left out, with every Page after it: a body that short would say nothing."""
+WHOLE_FLOOR = 2_000
+"""A Page body of at most this many cost units (about 500 tokens: a glossary, a short note)
+comes whole whenever the budget left holds it, whatever its rank's share: cut to a few
+hundred characters it would say less and cost a follow-up read."""
 RANK_DIGITS = 6
 """`rank` is written rounded to this many decimals (the order was decided unrounded)."""
 
@@ -463,22 +469,67 @@ LINKS_READ = 65
 def fit_pages(
     ordered: Sequence[PageBody], terms: Sequence[tuple[str, int]], room: int
 ) -> list[dict[str, Any]]:
+    """`pages` in result order, as `_fit_pages` gives them; kept for the last `FITTED_MAX`
+    inputs (an agent asks again; the Pages are frozen values of one store revision), handed
+    out as copies the caller may change."""
+    key = (tuple(ordered), tuple(terms), room)
+    with _FITTED_LOCK:
+        fitted = _FITTED.get(key)
+        if fitted is not None:
+            _FITTED.move_to_end(key)
+    if fitted is None:
+        fitted = tuple(_fit_pages(ordered, terms, room))
+        size = sum(len(item["body"]) for item in fitted)
+        with _FITTED_LOCK:
+            global _fitted_size
+            if size <= FITTED_BUDGET and key not in _FITTED:
+                _FITTED[key] = fitted
+                _fitted_size += size
+                while len(_FITTED) > FITTED_MAX or _fitted_size > FITTED_BUDGET:
+                    _, dropped = _FITTED.popitem(last=False)
+                    _fitted_size -= sum(len(item["body"]) for item in dropped)
+    return [{k: list(v) if isinstance(v, list) else v for k, v in item.items()} for item in fitted]
+
+
+FITTED_MAX = 1024
+FITTED_BUDGET = 4_000_000
+"""Fitted answers kept: as many as the engine's answers (`engine.ANSWERS_MAX`), their bodies
+at most this many characters together (whole bodies are the Pages' own strings)."""
+_FITTED: collections.OrderedDict[
+    tuple[tuple[PageBody, ...], tuple[tuple[str, int], ...], int], tuple[dict[str, Any], ...]
+] = collections.OrderedDict()
+_FITTED_LOCK = threading.Lock()
+_fitted_size = 0
+
+
+def _fit_pages(
+    ordered: Sequence[PageBody], terms: Sequence[tuple[str, int]], room: int
+) -> list[dict[str, Any]]:
     """`pages` in result order, within `room` cost units (`passages.cost`) and LWC's caps.
 
     Each Page gets a share of what is left by its rank (`passages.shares`: the best gets
     most; what a Page does not use goes to those after it). A body that fits its share comes
     whole; a longer one comes as its passages most relevant to `terms` (`passages.focus`),
-    with its outline. Each body has at most `PAGE_BODY_CAP` characters, all together at most
-    `PAGES_TOTAL_CAP`. Once a share is too small to say anything, later Pages are omitted.
+    with its outline. A body of at most `WHOLE_FLOOR` units comes whole whenever what is
+    left holds it, past its share. Each body has at most `PAGE_BODY_CAP` characters, all
+    together at most `PAGES_TOTAL_CAP`. Once a share is too small to say anything, later
+    Pages are omitted.
     """
     chars = PAGES_TOTAL_CAP
     left = room
     out: list[dict[str, Any]] = []
     for page, fraction in zip(ordered, shares(len(ordered), room), strict=False):
         # Its other fields, the comma between entries and a `more` call.
-        base = cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
+        meta = cost(dumps_compact(page.to_json("", False)))
+        base = meta + len(page.slug) + 16
         share = int(left * fraction) - base
         cap = min(PAGE_BODY_CAP, chars)
+        units = -1  # the whole body's cost, when it could come whole
+        if page.offset < 0 and len(page.head) == page.length and len(page.head) <= cap:
+            units = cost(page.head)
+            # A short Page comes whole while the budget holds it, even past its share.
+            if units <= WHOLE_FLOOR and units <= left - base - 1:
+                share = max(share, units)
         if share < MIN_SHARE or cap <= 0:
             break
         if page.offset >= 0:
@@ -488,23 +539,44 @@ def fit_pages(
                 chars -= len(entry["body"])
                 left -= base + cost(dumps_compact(entry))
             continue
-        whole = len(page.head) == page.length
         heads: list[str] = []
-        if not whole or len(page.head) > cap or cost(page.head) > share:
+        extra = ""  # what the entry adds after `truncated`
+        if 0 <= units <= share:
+            focused = Focused(page.head, False, units)
+        else:
             heads = outline(page.head)
-            share -= cost(dumps_compact(heads)) + len(',"outline":') if heads else 0
-        focused = focus(page.head, terms, share, cap)
-        if not focused.body and page.length:
-            continue  # nothing of it fits its share: the next Page may
-        if not focused.truncated and whole:
-            heads = []
+            if heads:
+                extra = ',"outline":' + dumps_compact(heads)
+                share -= cost(extra)
+            focused = focus(page.head, terms, share, cap)
+            if not focused.body and page.length:
+                continue  # nothing of it fits its share: the next Page may
+            if not focused.truncated and units >= 0:
+                heads, extra = [], ""
         item = page.to_json(focused.body, focused.truncated, heads)
         if item["truncated"]:
             item["more"] = f"[[{page.slug}]]"
+            extra += ',"more":' + dumps_compact(item["more"])
         out.append(item)
         chars -= len(focused.body)
-        left -= cost(dumps_compact(item)) + 1
+        # The entry's cost without encoding its body again: its fields as counted in
+        # `meta`, the body's JSON string for `""`, the `truncated` value's length, the rest.
+        flip = item["truncated"] != (page.cut or page.length > 0)
+        left -= meta - 4 + json_units(focused.body) + (1 if flip else 0) + cost(extra) + 1
     return out
+
+
+def json_units(text: str) -> int:
+    """`cost(dumps_compact(text))` of a string, counted: its quotes (two units each), and
+    each escape's backslash counted again (`passages.cost` counts `"`, `\\` and a control
+    character as their escapes)."""
+    extra = 2 * (text.count('"') + text.count("\\"))
+    if not text.isprintable():
+        extra += len(_CONTROL.findall(text))
+    return 4 + cost(text) + extra
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def dumps_compact(obj: Any) -> str:
