@@ -482,3 +482,21 @@ def test_mode_all_code_gets_its_share_when_a_file_section_is_long() -> None:
     code = {"state": "ready", "text": short, "truncated": False, "files": []}
     both, _ = build_result(args, "/ws", _memory_with_pages(6, 2_000), dict(code), 3, 5)
     assert short[len(both["codeGraph"]["text"]) :].startswith("**`src/f")
+
+
+@pytest.mark.parametrize("lines", [1, 300])
+def test_the_timings_digits_never_move_a_cut(lines: int) -> None:
+    """The same planes' answers fit the budget the same way whatever the timings say (SPEC
+    §2.1: byte-identical apart from `timings`); a call of 3 ms and one of 4,999 ms once cut
+    the code text a few bytes apart, so a soak saw two answers to one query differ."""
+    text = "Explore results for `q`\n\n" + _code_text(30, lines=lines)
+    code = {"state": "ready", "text": text, "truncated": False, "files": []}
+    for budget in range(2_400, 2_600, 3):  # some budget falls within a few units of a cut
+        args = attrs.evolve(_args("all"), maxTokens=budget)
+        answers = [
+            build_result(args, "/ws", _memory_with_pages(6, 2_000), dict(code), memory, spent)[0]
+            for memory, spent in [(3, 5), (4_999, 10_000), (0, 0), (42, 987)]
+        ]
+        for answer in answers:
+            answer.pop("timings")
+        assert all(answer == answers[0] for answer in answers), budget
