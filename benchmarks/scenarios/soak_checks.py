@@ -119,7 +119,7 @@ class Checker:
                 return
             if sc.get("partial") is not True:
                 self.fail(f"{where}: busy code plane but partial is not true")
-            self._memory(where, sc.get("memory"), args, floor, probe)
+            self._memory(where, sc.get("memory"), args, floor, probe, beside=code)
             return
         if is_error:
             self.fail(f"{where}: isError: {str(sc)[:300]}")
@@ -132,12 +132,14 @@ class Checker:
         if ("partial" in sc) != (mode == "all") or sc.get("partial", False):
             self.fail(f"{where}: partial flag wrong: {sc.get('partial')!r}")
         memory = sc.get("memory")
+        # In mode all the planes share one budget (SPEC §2): each answer is the same for the same
+        # request given the same answer of the other plane.
         if mode in ("memory", "all"):
-            self._memory(where, memory, args, floor, probe)
+            self._memory(where, memory, args, floor, probe, beside=code if mode == "all" else None)
         elif memory != {"state": "not_requested"}:
             self.fail(f"{where}: memory requested? {str(memory)[:100]}")
         if mode in ("code", "all"):
-            self._code(where, code, args)
+            self._code(where, code, args, beside=memory if mode == "all" else None)
         elif code != {"state": "not_requested"}:
             self.fail(f"{where}: code requested? {str(code)[:100]}")
         self.stats[f"ok_{mode}"] += 1
@@ -149,6 +151,8 @@ class Checker:
         args: dict[str, Any],
         floor: int,
         probe: tuple[str, str, bool] | None,
+        *,
+        beside: Any = None,
     ) -> None:
         if not isinstance(memory, dict) or memory.get("state") != "ready":
             self.fail(f"{where}: memory not ready: {str(memory)[:300]}")
@@ -179,7 +183,15 @@ class Checker:
                 if hits:
                     self.fail(f"{where}: superseded marker {word} still matches {slug}")
                 self.stats["probe_gone"] += 1
-        key = (args["query"], limit, args.get("scope", "all"), revision)
+        other = json.dumps(beside, sort_keys=True)
+        key = (
+            args["query"],
+            limit,
+            args.get("scope", "all"),
+            revision,
+            args.get("maxFiles"),
+            other,
+        )
         text = json.dumps(memory, sort_keys=True)
         previous = self.memory_seen.setdefault(key, text)
         if previous != text:
@@ -187,14 +199,15 @@ class Checker:
         if len(self.memory_seen) > 20_000:
             self.memory_seen.clear()
 
-    def _code(self, where: str, code: Any, args: dict[str, Any]) -> None:
+    def _code(self, where: str, code: Any, args: dict[str, Any], *, beside: Any = None) -> None:
         if not isinstance(code, dict) or code.get("state") != "ready":
             self.fail(f"{where}: codeGraph not ready: {str(code)[:300]}")
             return
         if not isinstance(code.get("text"), str) or not isinstance(code.get("files"), list):
             self.fail(f"{where}: codeGraph shape: {str(code)[:200]}")
             return
-        key = (args["query"], args.get("maxFiles") or 12)
+        other = json.dumps(beside, sort_keys=True)
+        key = (args["query"], args.get("maxFiles") or 12, args.get("maxDocuments"), other)
         text = json.dumps(code, sort_keys=True)
         previous = self.code_seen.setdefault(key, text)
         if previous != text:
