@@ -175,3 +175,15 @@ def test_a_short_page_that_fits_comes_whole_past_its_share() -> None:
 def test_counted_sizes_equal_the_encoded_ones(text: str) -> None:
     """`fit_pages` counts an entry's size instead of encoding its body again."""
     assert json_units(text) == cost(dumps_compact(text))
+
+
+def test_a_cut_fence_is_closed_by_its_own_marker() -> None:
+    """A code passage opened with `~~~~` and cut short ends with `~~~~`, not three backticks
+    (which would leave the fence open and turn the rest of the answer into code)."""
+    lines = "\n".join(f"alpha_{i} = compute(beta)" for i in range(300))
+    body = f"# Code\n\nSome prose about alpha.\n\n~~~~python\n{lines}\n~~~~\n\nAfter the code.\n"
+    got = focus(body, [("alpha", 1), ("beta", 1)], 1_500, 15_000)
+    assert got.truncated
+    opened = got.body.index("~~~~python")
+    closing = [line for line in got.body[opened:].splitlines()[1:] if line.startswith(("~", "`"))]
+    assert closing[:1] == ["~~~~"], got.body[-200:]

@@ -296,7 +296,10 @@ def _cut_to(text: str, room: int, code: bool) -> str | None:
     """The longest prefix of `text` ending at a line end (else a word end) whose cost with a
     closing `…` (a closing fence for code) is at most `room`; None when under
     `MIN_PASSAGE` characters."""
-    tail = "\n```" if code else " …"
+    # A cut fence is closed by its own marker (`~~~`, four backticks...), or the rest of the
+    # answer would render as code.
+    opening = _FENCE.match(text) if code else None
+    tail = f"\n{opening.group(1)}" if opening else ("\n```" if code else " …")
     limit = room - cost(tail)
     if limit < MIN_PASSAGE:
         return None
