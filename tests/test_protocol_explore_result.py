@@ -500,3 +500,21 @@ def test_the_timings_digits_never_move_a_cut(lines: int) -> None:
         for answer in answers:
             answer.pop("timings")
         assert all(answer == answers[0] for answer in answers), budget
+
+
+def test_a_store_revisions_digits_never_move_a_cut() -> None:
+    """Mode all with both planes ready: a write that takes a store's revision from 9 to 10
+    (or to 12 digits) changes no Page and no code cut, for any budget."""
+    text = "Explore results for `q`\n\n" + _code_text(400, lines=1)
+    code = {"state": "ready", "text": text, "truncated": False, "files": []}
+    for budget in range(500, 620):  # 508 once fell on a cut
+        args = attrs.evolve(_args("all"), maxTokens=budget)
+        answers = []
+        for revision in (9, 10, 123_456_789_012):
+            memory = _memory_with_pages(10, 300)
+            store = {"scope": "project", "storeId": "a" * 32, "revision": revision}
+            memory["stores"] = [{**store, "state": "ready"}]
+            answer = build_result(args, "/ws", memory, dict(code), 3, 5)[0]
+            answer["memory"].pop("stores")
+            answers.append(answer)
+        assert all(answer == answers[0] for answer in answers), budget

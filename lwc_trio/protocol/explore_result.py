@@ -149,8 +149,26 @@ TIMINGS_ROOM: Final = 16
 milliseconds stay below its deadline: at most 5 digits each)."""
 
 
+REVISION_ROOM: Final = 19
+"""Cost units kept for a store's revision (at most 19 digits), which is counted as `0`."""
+
+
 def _units(structured: dict[str, Any]) -> int:
-    return cost(dumps(structured)) + TIMINGS_ROOM
+    """The result's cost as the text block, with every number that changes from write to
+    write (timings, store revisions) counted at a fixed width: the planes' answers are cut
+    alike whatever those digits say."""
+    memory = structured["memory"]
+    stores = memory.get("stores")
+    if not isinstance(stores, list) or not stores:
+        return cost(dumps(structured)) + TIMINGS_ROOM
+    memory["stores"] = [
+        {**store, "revision": 0} if isinstance(store, dict) and "revision" in store else store
+        for store in stores
+    ]
+    try:
+        return cost(dumps(structured)) + TIMINGS_ROOM + REVISION_ROOM * len(stores)
+    finally:
+        memory["stores"] = stores
 
 
 def _drop_memory_step(memory: dict[str, Any]) -> bool:
