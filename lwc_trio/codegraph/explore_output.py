@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from lwc_trio.codegraph.index import error_state
-from lwc_trio.memory.passages import cost
+from lwc_trio.protocol.units import cost
 
 __all__ = [
     "TEXT_LIMIT",
