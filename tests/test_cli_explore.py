@@ -68,3 +68,15 @@ def test_explore_refuses_a_blank_query(wiki: Path, lwc_env: dict[str, str]) -> N
     cli = _lwc(lwc_env, wiki, "explore", "   ")
     assert cli.returncode == 1
     assert json.loads(cli.stderr)["error"]["code"] == "invalid_query"
+
+
+def test_explore_passes_max_tokens_to_the_tool(wiki: Path, lwc_env: dict[str, str]) -> None:
+    """`--max-tokens` is the tool's `maxTokens`: the tool checks its bound and names the field."""
+    ok = _lwc(lwc_env, wiki, "explore", "restart workers", "--max-tokens", "20000")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["memory"]["state"] == "ready"
+    low = _lwc(lwc_env, wiki, "explore", "restart workers", "--max-tokens", "10")
+    assert low.returncode == 1
+    error = json.loads(low.stderr)["error"]
+    assert error["code"] == "invalid_arguments"
+    assert "maxTokens" in error["message"]

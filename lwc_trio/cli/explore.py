@@ -24,8 +24,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     from lwc_trio.protocol.tool import (
         DEFAULT_MAX_DOCUMENTS,
         DEFAULT_MAX_FILES,
+        DEFAULT_MAX_TOKENS,
         LIMIT_MAX,
         LIMIT_MIN,
+        MAX_TOKENS_MAX,
+        MAX_TOKENS_MIN,
     )
 
     # Like the tool, explore reads every store unless --scope narrows it.
@@ -51,6 +54,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--max-files", type=Bounded(LIMIT_MIN, LIMIT_MAX, enforce=False),
         default=DEFAULT_MAX_FILES, metavar="N",
         help=f"code files ({LIMIT_MIN}–{LIMIT_MAX}; default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-tokens", type=Bounded(MAX_TOKENS_MIN, MAX_TOKENS_MAX, enforce=False),
+        default=DEFAULT_MAX_TOKENS, metavar="N",
+        help=f"the answer's size budget in estimated tokens, the tool's maxTokens "
+        f"({MAX_TOKENS_MIN}–{MAX_TOKENS_MAX}; default: %(default)s)",
     )  # fmt: skip
     p.add_argument("--path", help="project directory (default: the working directory)")
     p.set_defaults(func=run, default_scope="all")
@@ -88,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         "scope": args.scope,
         "maxDocuments": args.max_documents,
         "maxFiles": args.max_files,
+        "maxTokens": args.max_tokens,
     }
     config = ServerConfig(
         workspace=_workspace(project, home), home=home, env=env, version=__version__
