@@ -144,14 +144,15 @@ def _deep(root: Path, length: int) -> Path:
 
 def test_lwc_init_in_a_too_long_directory_is_store_path_invalid(tmp_path: Path) -> None:
     """From a directory whose store path SQLite cannot open, `lwc init` says so (not
-    `store_corrupt (unable to open database file)`) and creates no store file."""
+    `store_corrupt (unable to open database file)`) and leaves nothing behind: no store
+    file and no `.lwc/` folder (a refused command changes no file)."""
     home = tmp_path / "home"
     deep = _deep(tmp_path / "w", STORE_PATH_MAX)
     proc = run_lwc("init", "--no-git-exclude", cwd=deep, home=home)
     assert proc.returncode == 1
     assert err_code(proc) == "store_path_invalid"
     assert f"at most {STORE_PATH_MAX} bytes" in json.loads(proc.stderr)["error"]["message"]
-    assert not (deep / ".lwc" / "wiki.db").exists()
+    assert list(deep.iterdir()) == []
 
 
 def test_an_existing_store_at_a_too_long_path_is_store_path_invalid(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from lwc_trio.memory.discovery import (
     find_project_store,
 )
 from lwc_trio.memory.lwc_import import lwc_store_version
-from lwc_trio.memory.store import create_store
+from lwc_trio.memory.store import check_path_length, create_store
 from lwc_trio.memory.writer import Wiki
 
 
@@ -165,6 +165,8 @@ def create_for_scope(
             )
     if lwc.is_symlink() or (lwc / STORE_FILE).is_symlink():
         raise fail("store_path_invalid", f"{lwc} or its wiki.db is a symlink; refusing to use it")
+    # Before anything is created: a refused `init` leaves no empty `.lwc/` behind.
+    check_path_length(lwc / STORE_FILE)
     try:
         lwc.mkdir(exist_ok=True)
     except OSError as exc:
