@@ -197,6 +197,28 @@ def test_unknown_commands_get_suggestions(wiki: Path, lwc_env: dict[str, str]) -
     assert "did you mean" not in piped_error(piped(["zzzzqqq"], wiki, lwc_env))["message"]
 
 
+def test_unknown_options_get_suggestions_from_their_own_command(
+    wiki: Path, lwc_env: dict[str, str]
+) -> None:
+    """A mistyped option is matched against the options of the command it was given to,
+    and the usage shown is that command's."""
+    done = piped(["page", "list", "--jsn"], wiki, lwc_env)
+    assert done.returncode == 2
+    assert piped_error(done)["message"] == (
+        "lwc page list: unrecognized arguments: --jsn; did you mean '--json'?"
+    )
+    done = piped(["search", "login", "--limt", "3"], wiki, lwc_env)
+    assert "did you mean '--limit'?" in piped_error(done)["message"]
+    code, shown = at_terminal(["page", "list", "--jsn"], wiki, lwc_env)
+    assert code == 2
+    assert "usage: lwc page list" in shown
+    # Nothing close, or not an option: no guess.
+    done = piped(["page", "list", "--zzzzqqq", "extra"], wiki, lwc_env)
+    assert piped_error(done)["message"] == (
+        "lwc page list: unrecognized arguments: --zzzzqqq extra"
+    )
+
+
 def test_store_not_found_on_a_terminal_says_what_to_run(
     workspace: Path, lwc_env: dict[str, str]
 ) -> None:

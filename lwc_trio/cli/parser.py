@@ -23,6 +23,7 @@ SCOPES = ("project", "global", "all")
 DEFAULT_SCOPE = "project"
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)'")
+_LONG_OPTION = re.compile(r"--[a-z][a-z0-9-]*")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +55,30 @@ class _Parser(argparse.ArgumentParser):
         error.usage = self.format_usage()  # type: ignore[attr-defined]
         error.prog = self.prog  # type: ignore[attr-defined]
         raise error
+
+
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)parser `argv` reaches: the deepest command named in it."""
+    for word in argv:
+        commands = getattr(parser, "commands", None)
+        choices = getattr(commands, "choices", None) or {}
+        if word in choices:
+            parser = choices[word]
+    return parser
+
+
+def _unrecognized(parser: argparse.ArgumentParser, argv: list[str], extras: list[str]) -> NoReturn:
+    """argparse's "unrecognized arguments", raised by the command they were given to (its
+    usage is the one shown), with the closest of that command's options for the first
+    mistyped option."""
+    command = _command_parser(parser, argv)
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    option = next((word for word in extras if word.startswith("--")), None)
+    if option is not None:
+        # The options its usage line shows (argparse has no public list of them).
+        known = set(_LONG_OPTION.findall(command.format_usage()))
+        message += did_you_mean(option.split("=", 1)[0], known)
+    command.error(message)
 
 
 def examples(*lines: str) -> str:
@@ -161,7 +186,9 @@ def run(argv: list[str], command: str | None) -> int:
         return 2
     args: argparse.Namespace | None = None
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _unrecognized(parser, argv, extras)
         args.scope = effective_scope(args)
         args.json = getattr(args, "json", False)
         return int(args.func(args))
