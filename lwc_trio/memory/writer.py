@@ -400,6 +400,8 @@ class Wiki:
         ) == (page.title, page.kind, page.summary, page.body, sources, provenance, links):
             return "unchanged"
         created_at = page.created_at or (existing["createdAt"] if existing else now)
+        if existing is not None:  # while its old text is still there to analyze
+            unindex_doc(self.conn, "page", page.slug, self._buffer)
         self.conn.execute(
             "INSERT OR REPLACE INTO pages (slug, title, kind, summary, body, created_at, "
             "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -483,6 +485,7 @@ class Wiki:
             touched.add(slug)
             if self.conn.execute("SELECT 1 FROM pages WHERE slug = ?", (slug,)).fetchone() is None:
                 raise WikiError("page_not_found", f"no page {slug!r}")
+            unindex_doc(self.conn, "page", slug, self._buffer)  # before its text goes
             self.conn.execute("DELETE FROM pages WHERE slug = ?", (slug,))
             for table, column in (
                 ("page_sources", "page_slug"),
@@ -490,7 +493,6 @@ class Wiki:
                 ("links", "from_slug"),
             ):
                 self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (slug,))
-            unindex_doc(self.conn, "page", slug, self._buffer)
 
     # ---------------------------------------------------------------- sources
 
@@ -719,8 +721,8 @@ class Wiki:
                     f"source {ident!r} is cited by page {', '.join(map(repr, citing[:3]))}"
                     f"{' and more' if len(citing) > 3 else ''}; remove those citations first",
                 )
+            unindex_doc(self.conn, "source", ident, self._buffer)  # before its text goes
             self.conn.execute("DELETE FROM sources WHERE id = ?", (ident,))
-            unindex_doc(self.conn, "source", ident, self._buffer)
 
 
 class _NothingToDo(Exception):
