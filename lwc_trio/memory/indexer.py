@@ -175,12 +175,13 @@ class IndexBuffer:
         self.docs = 0
         self.length = 0
 
-    def add(self, doc_id: int, length: int, keyed: dict[str, int], first: dict[str, int]) -> None:
-        """One document's postings: `keyed` weighted counts by key, `first` offsets by key."""
+    def add(self, doc_id: int, length: int, keyed: dict[str, int], firsts: list[int]) -> None:
+        """One document's postings: `keyed` weighted counts by key, `firsts` their first
+        offsets (aligned)."""
         pending = self.pending
         pending.extend(keyed)
         self.tws.fromlist(list(keyed.values()))
-        self.firsts.fromlist(list(map(first.get, keyed, repeat(-1))))
+        self.firsts.fromlist(firsts)
         self.doc_ids.append(doc_id)
         self.doc_keys.append(len(keyed))
         self.doc_lengths.append(length)
@@ -303,6 +304,11 @@ def _numpy() -> Any:
     return importlib.import_module("numpy")
 
 
+ENCODE_CHUNK = 250_000
+"""Postings `encode_batch` packs per call at a flush: its temporaries (a dozen int64
+arrays of that length) stay small whatever the batch."""
+
+
 def _grouped_numpy(
     buffer: IndexBuffer, numbers: list[int], key_terms: list[str]
 ) -> tuple[list[str], list[int], list[bytes]]:
@@ -314,35 +320,50 @@ def _grouped_numpy(
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int64)
     key_rank[np.asarray(numbers, dtype=np.int64)] = [rank_of[term] for term in key_terms]
     per_doc = np.frombuffer(buffer.doc_keys, np.int32)
-    ranks = key_rank[np.frombuffer(buffer.kids, np.int32)]
-    ids = np.repeat(np.frombuffer(buffer.doc_ids, np.int32).astype(np.int64), per_doc)
-    lengths = np.repeat(np.frombuffer(buffer.doc_lengths, np.int32), per_doc)
-    tws = np.frombuffer(buffer.tws, np.int32).astype(np.int64)
-    # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
-    firsts = np.frombuffer(buffer.firsts, np.int32).astype(np.int64)
-    firsts = np.where(firsts < 0, MAX_VALUE + 1, firsts)
-    combined = (ranks << 32) | ids
+    ids = np.repeat(np.frombuffer(buffer.doc_ids, np.int32), per_doc)
+    combined = (key_rank[np.frombuffer(buffer.kids, np.int32)] << 32) | ids
+    del key_rank
     order = np.argsort(combined, kind="stable")
     combined = combined[order]
     starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
-    g_ranks = ranks[order][starts]
-    g_ids = ids[order][starts]
-    g_lengths = lengths[order][starts]
-    g_tws = np.add.reduceat(tws[order], starts)
-    g_firsts = np.minimum.reduceat(firsts[order], starts)
-    g_firsts = np.where(g_firsts > MAX_VALUE, -1, g_firsts)
+    firsts_of_group = order[starts]
+    g_ranks = (combined[starts] >> 32).astype(np.int32)
+    del combined
+    g_ids = ids[firsts_of_group]
+    g_lengths = np.repeat(np.frombuffer(buffer.doc_lengths, np.int32), per_doc)[firsts_of_group]
+    del ids, firsts_of_group
+    g_tws = np.add.reduceat(np.frombuffer(buffer.tws, np.int32)[order], starts)
+    # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
+    firsts = np.frombuffer(buffer.firsts, np.int32)[order].view(np.uint32)
+    del order
+    g_firsts = np.minimum.reduceat(firsts, starts).view(np.int32)
+    del firsts, starts
     counts = np.bincount(g_ranks, minlength=len(terms))
     if buffer.dead:
-        keep = ~np.isin(g_ids, np.asarray(sorted(buffer.dead), dtype=np.int64))
+        keep = ~np.isin(g_ids, np.asarray(sorted(buffer.dead), dtype=np.int32))
         g_ranks, g_ids, g_lengths, g_tws, g_firsts = (
             column[keep] for column in (g_ranks, g_ids, g_lengths, g_tws, g_firsts)
         )
     live = np.bincount(g_ranks, minlength=len(terms))
     present = np.flatnonzero(live)
-    encoded = encode_batch(live[present], g_ids, g_tws, g_lengths, g_firsts)
+    sizes = live[present]
+    ends = np.cumsum(sizes)
     blobs = [b""] * len(terms)
-    for at, blob in zip(present.tolist(), encoded, strict=True):
-        blobs[at] = blob
+    first_term = 0
+    while first_term < len(present):
+        begin = int(ends[first_term] - sizes[first_term])
+        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
+        end = int(ends[last - 1])
+        encoded = encode_batch(
+            sizes[first_term:last],
+            g_ids[begin:end],
+            g_tws[begin:end],
+            g_lengths[begin:end],
+            g_firsts[begin:end],
+        )
+        for at, blob in zip(present[first_term:last].tolist(), encoded, strict=True):
+            blobs[at] = blob
+        first_term = last
     return terms, counts.tolist(), blobs
 
 
@@ -472,31 +493,43 @@ _PLUS_ONE = (1).__add__
 def ascii_words(text: str) -> tuple[Counter[str], int, dict[str, int]]:
     """For ASCII `text`: its non-stop words' counts (first-seen order), how many there are,
     and where each word first occurs, as `tokenize.plain_words` and the analyzer's spans
-    give them (a property test checks).
+    give them (a property test checks): `_ascii_body`'s figures, in reading order."""
+    counts, total, firsts = _ascii_body(text)
+    first = dict(zip(counts, firsts, strict=True))
+    ordered = Counter({word: counts[word] for word in sorted(first, key=first.__getitem__)})
+    return ordered, total, first
+
+
+def _ascii_body(text: str) -> tuple[Counter[str], int, list[int]]:
+    """For ASCII `text`: its non-stop words' counts, how many there are, and where each
+    word first occurs, aligned with the counts' keys (the write path's hottest function).
 
     Separators become single spaces and `split(" ")` cuts there: each part (a word, or the
-    empty string between two separators) starts one past the end of the previous one, so every
-    offset is a running sum of lengths, all in C: no regex, no per-word search. This is the
-    write path's hottest function (about a third less time than a capturing `re.split`).
-    """
+    empty string between two separators) starts one past the end of the previous one, so
+    every offset is a running sum of lengths, all in C: no regex, no per-word search. The
+    counts and the offsets are both built from the parts in reverse, so both keep their keys
+    in the same order (each word's last occurrence, backwards) and the offsets keep each
+    word's first one (the last written): no lookup a word to align them."""
     parts = text.lower().translate(_ASCII_SPACED).split(" ")
     starts = list(accumulate(map(_PLUS_ONE, map(len, parts)), initial=0))
-    starts.pop()  # the offset after the last part
-    # Reversed, so that each word's first occurrence is the one that stays.
-    first = dict(zip(reversed(parts), reversed(starts), strict=True))
-    counts = Counter(parts)
+    starts.pop()
+    backwards = parts[::-1]
+    first = dict(zip(backwards, reversed(starts), strict=True))
+    counts = Counter(backwards)
     total = len(parts) - counts.pop("", 0)
+    first.pop("", None)
     for stop in STOP_WORDS.intersection(counts):
         total -= counts.pop(stop)
-    return counts, total, first
+        del first[stop]
+    return counts, total, list(first.values())
 
 
 class _Analyzed(NamedTuple):
     keyed: dict[str, int]
     """Weighted counts (`FIELD_WEIGHTS`, BM25F) by buffer key: a body word, or an index term
     after `_TERM` (see `IndexBuffer`); the counts of a term's keys add up to its own."""
-    first: dict[str, int]
-    """Where each key first occurs in the snippet text (absent: not there)."""
+    firsts: list[int]
+    """Where each key (in `keyed`'s order) first occurs in the snippet text (−1: not there)."""
     length: int
     title_terms: list[str]
     path_terms: list[str]
@@ -520,12 +553,13 @@ def _analyze(fields: tuple[str, str, str, str], snippet: str, seen: dict[str, st
     body = fields[3]
     scan = snippet[:SNIPPET_SCAN]
     keyed: dict[str, int]
-    first: dict[str, int]
+    firsts: list[int]
     if body.isascii() and (scan is body or not scan):
         # The body (the bulk of the work): one split, its words counted and located in C;
         # the flush stems each distinct word of the whole batch once.
-        keyed, body_length, first_word = ascii_words(body)
-        first = first_word if scan else {}
+        keyed, body_length, firsts = _ascii_body(body)
+        if not scan:
+            firsts = [-1] * len(keyed)
         length += body_length
     else:
         body_terms, body_words = index_words(body)
@@ -533,14 +567,16 @@ def _analyze(fields: tuple[str, str, str, str], snippet: str, seen: dict[str, st
         keyed = {_TERM + term: count for term, count in Counter(body_terms).items()}
         length += len(body_terms)
         spans = _first_offsets_spans(scan) if scan else {}
-        first = {_TERM + term: start for term, start in spans.items()}
-    # BM25F's weighted count: the body's counts plus the short fields', weighted.
+        firsts = [spans.get(key[1:], -1) for key in keyed]
+    # BM25F's weighted count: the body's counts plus the short fields', weighted. Their
+    # keys are terms, never a body word: new ones come last, not in the snippet text.
     for (terms, _words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
         for term in terms:
             key = _TERM + term
             keyed[key] = keyed.get(key, 0) + weight
+    firsts.extend(repeat(-1, len(keyed) - len(firsts)))
     heads = {*short[0][0], *short[1][0]}
-    return _Analyzed(keyed, first, length, title_terms, path_terms, heads, short[1][0])
+    return _Analyzed(keyed, firsts, length, title_terms, path_terms, heads, short[1][0])
 
 
 def _terms_of(keys: Iterable[str]) -> set[str]:
@@ -581,7 +617,7 @@ def index_doc(
         )
     if not own.first_doc:
         own.first_doc = doc_id
-    own.add(doc_id, length, found.keyed, found.first)
+    own.add(doc_id, length, found.keyed, found.firsts)
     heads = own.heads
     for term in found.heads:
         heads[term].append(doc_id)
