@@ -443,3 +443,27 @@ def test_format_change_is_seen_by_a_pooled_reader(tmp_path: Path) -> None:
     assert first["state"] == "ready"
     assert second["state"] == "error"
     assert second["error"]["code"] == "unsupported_store_version"
+
+
+def test_repair_gives_back_the_space_of_free_pages(tmp_path: Path) -> None:
+    """A store that shrank (a migration to a smaller format, many removals) keeps its size
+    as free pages; `lwc repair` rewrites it, and it still answers the same."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page(f"p{i}", f"Note {i}", f"kestrel heron {i} " * 400) for i in range(60)])
+    with Wiki(db) as wiki:
+        for i in range(50):
+            wiki.remove_page(f"p{i}")
+    before = ask("kestrel", project, home=home, scope="project")
+    conn = sqlite3.connect(db)
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    assert free * 4 > conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    size = db.stat().st_size
+    with Wiki(db) as wiki:
+        wiki.repair()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    conn.close()
+    assert db.stat().st_size < size // 2
+    assert ask("kestrel", project, home=home, scope="project")["results"] == before["results"]
+    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]

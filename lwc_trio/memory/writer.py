@@ -68,6 +68,8 @@ IMPORT_BATCH = 5000
 per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
 pages/s at 5,000 than at 2,000 per transaction; docs/benchmarks.md). The batch's postings
 are held in memory until its commit (about 3 KB per 1,000 characters of text)."""
+REPAIR_VACUUM_SHARE = 4
+"""`lwc repair` rewrites the file (VACUUM) when more than 1/this of its pages are free."""
 Progress = Callable[[int, int], None]
 
 
@@ -679,6 +681,12 @@ class Wiki:
             raise StoreError("store_corrupt", "integrity check failed: " + "; ".join(problems[:5]))
         with self._transaction(content=False):
             reindexed = self._reindex()
+        free = int(self.conn.execute("PRAGMA freelist_count").fetchone()[0])
+        pages = int(self.conn.execute("PRAGMA page_count").fetchone()[0])
+        if free * REPAIR_VACUUM_SHARE > pages:
+            # A store migrated to a smaller format (or after many removals) keeps its old size
+            # as free pages until it is rewritten: repair gives the space back.
+            self.conn.execute("VACUUM")
         return {"integrity": "ok", "reindexed": reindexed, **self.status()}
 
     def _reindex(self) -> int:
