@@ -1,4 +1,4 @@
-"""The format-4 search index: per-term posting segments, dead postings and their merging.
+"""The search index (format 5): per-term posting segments, dead postings and their merging.
 
 A write batch appends one segment per term; a rewritten or removed document leaves its
 postings behind under an id that is never reused. Whatever sequence of writes built a store,
@@ -14,17 +14,17 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest_memory import ask, new_store, page, put_pages
 
 from lwc_trio.memory import search, vector
 from lwc_trio.memory.indexer import (
     MAX_SEGMENTS,
-    POSTING_FIELDS,
     IndexBuffer,
     index_page,
-    pack,
-    unpack,
+    unindex_doc,
 )
+from lwc_trio.memory.postings import decode_postings, encode_postings
 from lwc_trio.memory.search import best_first
 from lwc_trio.memory.writer import Wiki
 
@@ -109,8 +109,8 @@ def test_rewrites_merge_segments_and_drop_dead_postings(tmp_path: Path) -> None:
     live = {row[0] for row in conn.execute("SELECT doc_id FROM search_docs")}
     df = dict(conn.execute("SELECT term, df FROM search_terms").fetchall())
     conn.close()
-    zebra = [unpack(blob) for term, _s, blob, _h in _segments(db) if term == "zebra"]
-    ids = [d for values in zebra for d in values[0::POSTING_FIELDS]]
+    zebra = [decode_postings(blob) for term, _s, blob, _h in _segments(db) if term == "zebra"]
+    ids = [d for columns in zebra for d in columns[0]]
     assert len(ids) <= df["zebra"] + MAX_SEGMENTS  # dead ones only since the last merge
     assert live <= set(ids)
     memory = ask("zebra", project, home=home, scope="project")
@@ -134,7 +134,9 @@ def test_removed_and_rewritten_pages_are_never_answered(tmp_path: Path) -> None:
 
 
 def test_a_document_replaced_in_its_own_batch_leaves_no_posting(tmp_path: Path) -> None:
-    """Written twice before one flush: only the second version's postings are stored."""
+    """Written twice before one flush (taken out first, as the writer does, while its old
+    row is still there): only the second version's postings are stored, and the frequencies
+    count it once."""
     project, home = tmp_path / "proj", tmp_path / "home"
     home.mkdir()
     db = new_store(project)
@@ -142,17 +144,46 @@ def test_a_document_replaced_in_its_own_batch_leaves_no_posting(tmp_path: Path) 
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     buffer = IndexBuffer()
+    insert = (
+        "INSERT OR REPLACE INTO pages (slug, title, body, created_at, updated_at) "
+        "VALUES ('b', 'Beta', ?, 'now', 'now')"
+    )
+    conn.execute(insert, ("heron egret",))
     index_page(conn, "b", "Beta", None, "heron egret", buffer)
+    unindex_doc(conn, "page", "b", buffer)
+    conn.execute(insert, ("heron ibis",))
     index_page(conn, "b", "Beta", None, "heron ibis", buffer)
     buffer.flush(conn)
     conn.execute("COMMIT")
     b_id = conn.execute("SELECT doc_id FROM search_docs WHERE ident = 'b'").fetchone()[0]
+    df = dict(conn.execute("SELECT term, df FROM search_terms").fetchall())
     conn.close()
     terms = {term for term, _s, _p, _h in _segments(db)}
     assert "egret" not in terms
+    assert "egret" not in df
     assert "ibi" in terms or "ibis" in terms
-    heron = [unpack(blob) for term, _s, blob, _h in _segments(db) if term == "heron"]
-    assert sorted(d for values in heron for d in values[0::POSTING_FIELDS]) == [1, b_id]
+    assert df["heron"] == 2
+    assert df["beta"] == 1
+    heron = [decode_postings(blob) for term, _s, blob, _h in _segments(db) if term == "heron"]
+    assert sorted(d for columns in heron for d in columns[0]) == [1, b_id]
+
+
+def test_indexing_a_document_twice_without_taking_it_out_is_refused(tmp_path: Path) -> None:
+    """Its frequencies would count it twice: the second `index_page` fails loudly."""
+    db = new_store(tmp_path / "proj")
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    buffer = IndexBuffer()
+    index_page(conn, "b", "Beta", None, "heron egret", buffer)
+    try:
+        index_page(conn, "b", "Beta", None, "heron ibis", buffer)
+    except sqlite3.IntegrityError:
+        pass
+    else:
+        raise AssertionError("indexed twice")
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
 
 
 def test_decoded_postings_are_kept_per_revision_only(tmp_path: Path) -> None:
@@ -227,53 +258,138 @@ def test_numpy_denominators_equal_the_python_ones(monkeypatch: Any) -> None:
 
 
 def test_large_segments_are_checked_like_small_ones(monkeypatch: Any) -> None:
-    """The numpy checks of a large segment refuse exactly what the per-posting ones do."""
+    """The numpy decoding of a large segment refuses exactly what the plain one does."""
     rng = random.Random(9)
-    good = []
-    doc = 0
+    ids, doc = [], 0
     for _ in range(600):
         doc += rng.randint(1, 3)
-        good += [doc, rng.randint(1, 9), rng.randint(0, 99), rng.randint(-1, 50)]
+        ids.append(doc)
+    tws = [rng.randint(1, 9) for _ in ids]
+    dls = [rng.randint(0, 99) for _ in ids]
+    firsts = [rng.randint(-1, 50) for _ in ids]
+    good = encode_postings(ids, tws, dls, firsts)
+    n = len(ids)
+    gaps, counts = 4, 4 + 2 * n
+
+    def patched(at: int, value: bytes, blob: bytes = good) -> bytes:
+        return blob[:at] + value + blob[at + len(value) :]
+
     bad = {
-        "zero id": (0, 0),
-        "repeated id": (4, good[0]),
-        "descending id": (8, 1),
-        "zero count": (5, 0),
-        "negative length": (6, -1),
-        "first below -1": (7, -2),
+        "zero gap (a repeated id)": patched(gaps + 2, b"\x00\x00"),
+        "zero count": patched(counts + 5, b"\x00"),
+        "one posting missing": good[:-7],
+        "a stray byte": good + b"\x00",
+        "more postings than bytes": patched(0, (n + 1).to_bytes(4, "little")),
+        "no posting": (0).to_bytes(4, "little"),
+        "an escape without its value": patched(counts + 3, b"\xff"),
+        "an escaped value without its escape": good[:4] + good[4:] + b"\x01\x00\x00\x00",
+        "ids beyond int32": encode_postings([2**31 - 1, 2**31], [1, 1], [0, 0], [-1, -1]),
+        "count beyond int32": encode_postings([1], [2**31], [0], [-1]),
     }
-    for name, (index, value) in [("none", (1, good[1])), *bad.items()]:
-        values = list(good)
-        values[index] = value
-        blob = pack(values)
+    for name, blob in [("none", good), *bad.items()]:
         outcomes = []
         for vector_min in (0, 10**9):
             monkeypatch.setattr(search, "VECTOR_MIN", vector_min)
             monkeypatch.setattr(search, "VECTOR_LOADED_MIN", vector_min)
             try:
-                search._segment(blob)
+                columns = search._segment(blob)
+                assert [c.tolist() for c in columns] == [ids, tws, dls, firsts]
                 outcomes.append("ok")
             except sqlite3.DatabaseError:
                 outcomes.append("refused")
         assert outcomes == (["ok", "ok"] if name == "none" else ["refused", "refused"]), name
 
 
-def test_a_rewritten_page_is_answered_from_its_new_rows(tmp_path: Path) -> None:
-    """The per-revision caches (statistics, frequencies, descriptions, result rows) never
-    answer for a newer revision: a Page rewritten between two queries shows its new title,
-    snippet and links, and a removed link target's degree is recounted."""
-    project, home = tmp_path / "proj", tmp_path / "home"
-    home.mkdir()
-    db = new_store(project)
-    put_pages(db, [page("first", "Alpha notes", "alpha beta [[second]]"), page("second", "B", "x")])
-    before = ask("alpha", project, home=home, scope="project", max_documents=5)
-    assert [(r["title"], r["snippet"]) for r in before["results"]] == [
-        ("Alpha notes", "alpha beta [[second]]")
+def test_both_codecs_write_the_same_bytes_and_read_them_back() -> None:
+    """`encode_batch` (numpy, every term of a bulk write at once) and `encode_postings`
+    (plain, term by term) give the same blobs, and both decoders give back every value,
+    escapes at each column's limit included."""
+    from lwc_trio.memory.postings import encode_batch
+
+    rng = random.Random(21)
+    for round_ in range(150):
+        counts: list[int] = []
+        blobs: list[bytes] = []
+        columns: tuple[list[int], ...] = ([], [], [], [])
+        for _term in range(rng.randint(1, 12)):
+            top = rng.choice([100, 70_000, 2**31 - 1])
+            ids = sorted(rng.sample(range(1, top), rng.randint(1, 40)))
+            values = (
+                ids,
+                [rng.choice([1, 2, 254, 255, 256, 2**31 - 1]) for _ in ids],
+                [rng.choice([0, 5, 65_534, 65_535, 70_000]) for _ in ids],
+                [rng.choice([-1, 0, 65_533, 65_534, 65_535, 19_999]) for _ in ids],
+            )
+            blob = encode_postings(*values)
+            blobs.append(blob)
+            counts.append(len(ids))
+            for into, column in zip(columns, values, strict=True):
+                into.extend(column)
+            for vectorized in (False, True):
+                decoded = decode_postings(blob, vectorized=vectorized)
+                assert [c.tolist() for c in decoded] == list(values), round_
+        assert encode_batch(counts, *columns) == blobs, round_
+
+
+def _index_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("search_segments", "search_terms", "search_docs", "search_words")
+        } | {"stats": conn.execute("SELECT * FROM search_stats ORDER BY 1").fetchall()}
+    finally:
+        conn.close()
+
+
+def _rewrite_in_one_batch(db: Path, slug: str, bodies: list[str]) -> None:
+    """Write a Page once per body in one transaction and one buffer, as the writer does."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    buffer = IndexBuffer()
+    for body in bodies:
+        unindex_doc(conn, "page", slug, buffer)
+        conn.execute(
+            "INSERT OR REPLACE INTO pages (slug, title, body, created_at, updated_at) "
+            "VALUES (?, 'Bird', ?, 'now', 'now')",
+            (slug, body),
+        )
+        index_page(conn, slug, "Bird", None, body, buffer)
+    buffer.flush(conn)
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_the_numpy_flush_writes_the_plain_flushs_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same writes give the same index rows, byte for byte, whether the flush groups the
+    postings with numpy or in plain Python: words sharing a stem, terms only in a title,
+    non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, Pages rewritten within
+    their batch and in a later one, and a removed one."""
+    from lwc_trio.memory import indexer
+
+    rng = random.Random(4)
+    long_body = " ".join(rng.choice(WORDS) for _ in range(indexer.SNIPPET_SCAN // 4))
+    batches = [
+        [
+            page("a", "Caching Notes", "cache caching cached cache", summary="zebra"),
+            page("b", "Zürich Café", "naïve café crème brûlée cache"),
+            page("c", "Long", long_body),
+            page("d", "Only a title", "   ", summary="quartz nimbus"),
+            page("e", "日本語 notes", "東京 cache 東京"),
+        ],
+        [page("a", "Caching again", "stratus alpha"), page("f", "Fresh", "alpha beta")],
     ]
-    assert before["pages"][0]["links"] == ["second"]
-    put_pages(db, [page("first", "Alpha again", "alpha gamma")])
-    after = ask("alpha", project, home=home, scope="project", max_documents=5)
-    assert [(r["title"], r["snippet"]) for r in after["results"]] == [
-        ("Alpha again", "alpha gamma")
-    ]
-    assert after["pages"][0]["links"] == []
+    stores = []
+    for vector_min in (0, 10**9):
+        monkeypatch.setattr(indexer, "VECTOR_POSTINGS", vector_min)
+        db = new_store(tmp_path / f"v{vector_min}")
+        with Wiki(db) as wiki:
+            wiki.put_pages(batches[0])
+            wiki.put_pages(batches[1])
+            wiki.remove_page("d")
+        _rewrite_in_one_batch(db, "g", ["heron egret cache", "heron ibis caching"])
+        stores.append(_index_rows(db))
+    assert stores[0] == stores[1]
+    assert stores[0]["search_segments"]

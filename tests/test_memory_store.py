@@ -132,9 +132,12 @@ def test_newer_format_is_unsupported_store_version(tmp_path: Path) -> None:
     tamper(db, "UPDATE meta SET value = '99' WHERE key = 'format_version'")
     memory = ask("alpha", project, home=home, scope="project")
     assert memory["error"]["code"] == "unsupported_store_version"
+    assert "upgrade lwc" in memory["error"]["message"]
     with pytest.raises(StoreError) as caught:
         open_writer(db)
     assert caught.value.code == "unsupported_store_version"
+    assert "format 99" in str(caught.value)
+    assert "upgrade lwc" in str(caught.value)
 
 
 def test_older_format_without_migration_is_refused(tmp_path: Path) -> None:
@@ -153,7 +156,7 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     _project, db, _home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     noop = ("UPDATE meta SET value = value WHERE 0",)
-    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop})
+    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop, 4: noop})
     open_writer(db).close()
     assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
@@ -361,11 +364,38 @@ FORMAT_3_SEARCH = (
 )
 
 
+# Format 4's search tables as that release made them: each document's distinct terms in
+# `search_docs.terms`, postings as little-endian int32 quadruples (doc id, weighted count,
+# length, first offset).
+FORMAT_4_SEARCH = (
+    *(f"DROP TABLE {table}" for table in _FORMAT_4_SEARCH_TABLES),
+    "CREATE TABLE search_docs (doc_id INTEGER PRIMARY KEY AUTOINCREMENT, doc_type TEXT NOT NULL, "
+    "ident TEXT NOT NULL, title_terms TEXT NOT NULL, path_terms TEXT NOT NULL, "
+    "generic INTEGER NOT NULL, length INTEGER NOT NULL, terms TEXT NOT NULL, "
+    "UNIQUE (doc_type, ident))",
+    "CREATE TABLE search_terms (term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL, "
+    "segs INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE search_segments (term TEXT NOT NULL, seg INTEGER NOT NULL, "
+    "postings BLOB NOT NULL, heads BLOB NOT NULL, PRIMARY KEY (term, seg)) WITHOUT ROWID",
+    "CREATE TABLE search_words (word TEXT PRIMARY KEY NOT NULL, term TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE search_stats (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) "
+    "WITHOUT ROWID",
+    "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length, terms) "
+    "SELECT 'page', slug, 'kubernet', slug, 0, 2, 'kubernet' FROM pages ORDER BY slug",
+    "INSERT INTO search_terms VALUES ('kubernet', 30, 1)",
+    "INSERT INTO search_segments VALUES ('kubernet', 1, "
+    "X'01000000040000000200000000000000', X'01000000')",
+    "INSERT INTO search_stats VALUES ('docs', 30), ('length', 60)",
+    "UPDATE meta SET value = '4' WHERE key = 'format_version'",
+)
+
+
 @pytest.mark.parametrize("how", ["repair", "write"])
-@pytest.mark.parametrize("old", [2, 3])
+@pytest.mark.parametrize("old", [2, 3, 4])
 def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, old: int) -> None:
-    """A format-2 or -3 store gets guidance (`lwc repair`), never results; repair or any
-    write re-indexes it, after which it answers exactly like a store built in format 4."""
+    """A format-2, -3 or -4 store gets guidance (`lwc repair`), never results; repair or any
+    write re-indexes it, after which it answers exactly like a store built in the current
+    format."""
     project, db, home = new_project(tmp_path)
     pages = [
         page(f"p{i}", f"Kubernetes note {i}", f"caching pods and nodes {i} " * 20)
@@ -373,7 +403,7 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     ]
     put_pages(db, pages)
     before = ask("kubernetes cache", project, home=home, scope="project")
-    tamper(db, *(FORMAT_2_SEARCH if old == 2 else FORMAT_3_SEARCH))
+    tamper(db, *{2: FORMAT_2_SEARCH, 3: FORMAT_3_SEARCH, 4: FORMAT_4_SEARCH}[old])
     assert meta(db)["format_version"] == str(old)
     refused = ask("kubernetes cache", project, home=home, scope="project")
     assert refused["state"] == "unavailable"
@@ -413,3 +443,27 @@ def test_format_change_is_seen_by_a_pooled_reader(tmp_path: Path) -> None:
     assert first["state"] == "ready"
     assert second["state"] == "error"
     assert second["error"]["code"] == "unsupported_store_version"
+
+
+def test_repair_gives_back_the_space_of_free_pages(tmp_path: Path) -> None:
+    """A store that shrank (a migration to a smaller format, many removals) keeps its size
+    as free pages; `lwc repair` rewrites it, and it still answers the same."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page(f"p{i}", f"Note {i}", f"kestrel heron {i} " * 400) for i in range(60)])
+    with Wiki(db) as wiki:
+        for i in range(50):
+            wiki.remove_page(f"p{i}")
+    before = ask("kestrel", project, home=home, scope="project")
+    conn = sqlite3.connect(db)
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    assert free * 4 > conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    size = db.stat().st_size
+    with Wiki(db) as wiki:
+        wiki.repair()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    conn.close()
+    assert db.stat().st_size < size // 2
+    assert ask("kestrel", project, home=home, scope="project")["results"] == before["results"]
+    assert sorted(p.name for p in db.parent.iterdir()) == ["wiki.db"]

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ RATE_RATIO_MIN = 0.5
 SIZE_RATIO_MAX = 1.5
 RSS_MAX_MIB = 1024
 SOURCE_RSS_MAX_MIB = 512
+SOURCE_FILES = 60
 REPO = Path(__file__).resolve().parents[2]
 
 _FTS5 = """
@@ -95,15 +97,16 @@ def _fts5(jsonl: Path, work: Path) -> tuple[float, float, int]:
 
 
 def _source_dir(root: Path, megabytes: int) -> Path:
-    """60 files of identifier-like text (snake_case, CamelCase, numbers), `megabytes` in all."""
+    """`SOURCE_FILES` files of identifier-like text (snake_case, CamelCase, numbers),
+    `megabytes` in all."""
     where = root / f"sources-{megabytes}mb"
     if where.is_dir():
         return where
     rng = random.Random(24)
     words = scale_corpus.vocabulary()
-    per_file = megabytes * 1_000_000 // 60
+    per_file = megabytes * 1_000_000 // SOURCE_FILES
     where.mkdir(parents=True)
-    for index in range(60):
+    for index in range(SOURCE_FILES):
         lines: list[str] = []
         size = 0
         while size < per_file:
@@ -157,13 +160,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         and rss <= RSS_MAX_MIB
     )
     if args.sources_mb:
-        folder = _source_dir(REPO / ".cache" / "scale-write", args.sources_mb)
         with tempfile.TemporaryDirectory(prefix="bench-scale-write-") as tmp:
+            # Outside the checkout: `lwc source add` skips what Git ignores (`.cache/`).
+            folder = _source_dir(Path(tmp), args.sources_mb)
             project = Path(tmp) / "lwc"
             project.mkdir()
             env = _env(Path(tmp))
             _run(_lwc("init", "--no-git-exclude", "--json"), project, env)
             seconds, source_rss = _run(_lwc("source", "add", str(folder), "--json"), project, env)
+            conn = sqlite3.connect(project / ".lwc" / "wiki.db")
+            stored = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
+            conn.close()
+            if stored != SOURCE_FILES:
+                sys.exit(f"bench scale-write: source add stored {stored} of {SOURCE_FILES} files")
         summary["source_add"] = {"mb": args.sources_mb, "seconds": round(seconds, 1),
                                  "peak_rss_mib": round(source_rss, 1)}  # fmt: skip
         passed = passed and source_rss <= SOURCE_RSS_MAX_MIB

@@ -42,6 +42,7 @@ from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory import engine
 from lwc_trio.memory.engine import MemoryQuery, explore_memory
 from lwc_trio.memory.indexer import FIELD_WEIGHTS, pack
+from lwc_trio.memory.postings import encode_postings
 from lwc_trio.memory.schema import FORMAT_VERSION
 from lwc_trio.memory.store import create_store
 from lwc_trio.memory.tokenize import STOP_WORDS, stem_words
@@ -110,9 +111,7 @@ def build(path: Path, pages: int) -> dict[str, Any]:
             dl = len(title_t) + len(path_t) + len(body_t)
             length_sum += dl
             distinct = list(dict.fromkeys([*title_t, *path_t, *body_t]))
-            doc_rows.append(
-                (doc_id, slug, " ".join(title_t), " ".join(path_t), dl, " ".join(distinct))
-            )
+            doc_rows.append((doc_id, slug, " ".join(title_t), " ".join(path_t), dl))
             for term in distinct:
                 tw = wt * tc[term] + wp * pc[term] + wb * bc[term]
                 postings[term].fromlist([doc_id, tw, dl, first.get(term, -1)])
@@ -126,13 +125,13 @@ def build(path: Path, pages: int) -> dict[str, Any]:
         )
         conn.executemany(
             "INSERT INTO search_docs (doc_id, doc_type, ident, title_terms, path_terms, generic, "
-            "length, terms) VALUES (?, 'page', ?, ?, ?, 0, ?, ?)",
+            "length) VALUES (?, 'page', ?, ?, ?, 0, ?)",
             doc_rows,
         )
         print(f"  {min(start + 10_000, pages):,} pages", file=sys.stderr, flush=True)
     conn.executemany(
         "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, 1, ?, ?)",
-        ((term, pack(postings[term]), pack(heads.get(term, []))) for term in sorted(postings)),
+        ((term, _encoded(postings[term]), pack(heads.get(term, []))) for term in sorted(postings)),
     )
     conn.executemany(
         "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, 1)", sorted(df.items())
@@ -225,3 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"median {report['later_fuzzy_median_ms']} ms, max {report['later_max_ms']} ms; "
               f"{'PASS' if ok else 'FAIL'} (load {report['load_avg']:.1f})")  # fmt: skip
     return 0 if ok else 1
+
+
+def _encoded(quadruples: array[int]) -> bytes:
+    """(doc id, weighted count, length, first) quadruples as `postings` packs a segment."""
+    return encode_postings(*(quadruples[k::4] for k in range(4)))

@@ -8,6 +8,9 @@ Runs inside the writer's transaction; the reader side is `search.py`.
 
 from __future__ import annotations
 
+import importlib
+import itertools
+import operator
 import sqlite3
 import sys
 from array import array
@@ -15,8 +18,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from itertools import accumulate, repeat
 from pathlib import PurePosixPath
+from typing import Any, NamedTuple
 
 from lwc_trio.exceptions import StoreError
+from lwc_trio.memory.postings import (
+    MAX_VALUE,
+    Columns,
+    decode_postings,
+    encode_batch,
+    encode_postings,
+    posting_count,
+)
 from lwc_trio.memory.tokenize import (
     STOP_WORDS,
     has_cjk,
@@ -30,7 +42,6 @@ __all__ = [
     "FIELD_WEIGHTS",
     "GENERIC_TERMS",
     "MAX_SEGMENTS",
-    "POSTING_FIELDS",
     "SNIPPET_SCAN",
     "IndexBuffer",
     "ascii_words",
@@ -82,15 +93,16 @@ MAX_SEGMENTS = 8
 """A term's segment rows (one per write batch) before a write merges them into one: a query
 reads at most this many rows per term, and merging drops the postings of dead documents."""
 
-POSTING_FIELDS = 4
-"""int32s per posting in `search_segments.postings`: doc id, weighted count, length, first."""
-
-MAX_DOC_ID = 2**31 - 1
+MAX_DOC_ID = MAX_VALUE
 _LITTLE = sys.byteorder == "little"
+
+VECTOR_POSTINGS = 20_000
+"""Postings from which a flush or merge encodes with numpy (`postings.encode_batch`, every
+term at once); a small write (one `lwc page put`) never imports numpy."""
 
 
 def pack(values: Iterable[int]) -> bytes:
-    """int32s, little-endian (the store is the same file on every machine)."""
+    """int32s, little-endian (the store is the same file on every machine): `heads`."""
     packed = values if isinstance(values, array) else _ints(values)
     if not _LITTLE:
         packed = array("i", packed)
@@ -115,8 +127,12 @@ def unpack(blob: bytes) -> array[int]:
     return values
 
 
-def _new_ints() -> array[int]:
-    return array("i")
+_PENDING_KEYS = 100_000
+"""Postings whose keys are numbered at once (`IndexBuffer._number`): the keys' strings of
+a whole batch would take hundreds of MB."""
+
+_TERM = "\x00"
+"""Marks a buffer key that is an index term already (else it is a body word to stem)."""
 
 
 class IndexBuffer:
@@ -124,14 +140,34 @@ class IndexBuffer:
 
     They are collected here and written once per transaction (`flush`), not once per
     document: a 5,000-page import writes one segment row per term instead of one row per term
-    and page, and updates each term's frequency once. A document's postings count towards
-    its terms' frequencies at the flush (`df` holds what documents taken out subtract).
+    and page, and updates each term's frequency once. A document adds its postings as whole
+    columns, a few C-level calls and no step per term: keyed by its body's words as they
+    come (an ASCII body), not stemmed yet, or by index terms (the short fields, other text).
+    The flush stems each distinct word of the batch once and groups the postings by term,
+    summing the counts of words sharing a stem (`cache`, `caching`) and keeping the earliest
+    first offset. A document's postings count towards its terms' frequencies at the flush
+    (`df` holds what documents taken out subtract).
     """
 
     def __init__(self) -> None:
         self.df: Counter[str] = Counter()
         self.words: dict[str, str] = {}
-        self.postings: defaultdict[str, array[int]] = defaultdict(_new_ints)
+        """Folded words and their index terms (short fields at once, body words at flush)."""
+        self.keys: dict[str, int] = {}
+        """Every key of this buffer's postings and its local number: a body word, or an
+        index term after `_TERM`."""
+        self.numbers = itertools.count()
+        self.pending: list[str] = []
+        """Keys of the latest postings, not numbered yet (`_number`)."""
+        self.kids: array[int] = array("i")
+        self.tws: array[int] = array("i")
+        self.firsts: array[int] = array("i")
+        """Per posting, document after document: local key number, weighted count, first
+        offset in the snippet text (−1: not there)."""
+        self.doc_ids: array[int] = array("i")
+        self.doc_keys: array[int] = array("i")
+        self.doc_lengths: array[int] = array("i")
+        """Per document: its id, how many postings it added, its length."""
         self.heads: defaultdict[str, list[int]] = defaultdict(list)
         self.dead: set[int] = set()
         """Documents of this buffer (ids ≥ `first_doc`) taken out again before the flush."""
@@ -139,35 +175,103 @@ class IndexBuffer:
         self.docs = 0
         self.length = 0
 
+    def add(self, doc_id: int, length: int, keyed: dict[str, int], firsts: list[int]) -> None:
+        """One document's postings: `keyed` weighted counts by key, `firsts` their first
+        offsets (aligned)."""
+        pending = self.pending
+        pending.extend(keyed)
+        self.tws.fromlist(list(keyed.values()))
+        self.firsts.fromlist(firsts)
+        self.doc_ids.append(doc_id)
+        self.doc_keys.append(len(keyed))
+        self.doc_lengths.append(length)
+        if len(pending) >= _PENDING_KEYS:
+            self._number()
+
+    def _number(self) -> None:
+        """Give the pending keys their numbers: one dictionary step a posting, in C (a key
+        seen before keeps its number; the numbers of new ones need not be consecutive)."""
+        self.kids.extend(map(self.keys.setdefault, self.pending, self.numbers))
+        self.pending = []
+
     def _reset(self) -> None:
-        self.df, self.words, self.docs, self.length = Counter(), {}, 0, 0
-        self.postings, self.heads = defaultdict(_new_ints), defaultdict(list)
-        self.dead, self.first_doc = set(), 0
+        self.__init__()  # type: ignore[misc]  # the same empty buffer
+
+    def _key_terms(self) -> tuple[list[int], list[str]]:
+        """The keys' numbers and, aligned, their index terms (every new body word stemmed
+        at once)."""
+        self._number()
+        keys = list(self.keys)
+        words = [key for key in keys if key[0] != _TERM]
+        self.words.update(zip(words, stem_words(words), strict=True))
+        seen = self.words
+        return list(self.keys.values()), [seen[k] if k[0] != _TERM else k[1:] for k in keys]
+
+    def _grouped(self) -> tuple[list[str], list[int], list[bytes]]:
+        """Every term of the buffer (sorted), its number of documents (the dead ones
+        included: their unindexing subtracted them) and its live postings' blob (b"": none)."""
+        if not self.doc_ids:
+            return [], [], []
+        numbers, key_terms = self._key_terms()
+        if len(self.kids) >= VECTOR_POSTINGS:
+            return _grouped_numpy(self, numbers, key_terms)
+        term_of = dict(zip(numbers, key_terms, strict=True))
+        by_term: dict[str, dict[int, list[int]]] = {}
+        lengths: dict[int, int] = {}
+        at = 0
+        kids, tws, firsts = self.kids, self.tws, self.firsts
+        docs = zip(self.doc_ids, self.doc_keys, self.doc_lengths, strict=True)
+        for doc_id, count, length in docs:
+            lengths[doc_id] = length
+            for i in range(at, at + count):
+                entry = by_term.setdefault(term_of[kids[i]], {}).setdefault(doc_id, [0, -1])
+                entry[0] += tws[i]
+                start = firsts[i]
+                if start >= 0 and (entry[1] < 0 or start < entry[1]):
+                    entry[1] = start
+            at += count
+        terms = sorted(by_term)
+        counts: list[int] = []
+        blobs: list[bytes] = []
+        dead = self.dead
+        for term in terms:
+            postings = by_term[term]
+            counts.append(len(postings))
+            ids = [doc_id for doc_id in postings if doc_id not in dead]
+            blobs.append(
+                encode_postings(
+                    ids,
+                    [postings[d][0] for d in ids],
+                    [lengths[d] for d in ids],
+                    [postings[d][1] for d in ids],
+                )
+                if ids
+                else b""
+            )
+        return terms, counts, blobs
 
     def flush(self, conn: sqlite3.Connection) -> None:
         """Write what was collected (inside the same transaction) and start over."""
-        postings: dict[str, array[int]] = self.postings
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
         df = self.df
-        for term, values in postings.items():  # each posting: one more document for its term
-            df[term] += len(values) // POSTING_FIELDS
+        terms, counts, blobs = self._grouped()
+        for term, count in zip(terms, counts, strict=True):
+            df[term] += count
         if dead:
-            # Documents written and replaced in the same transaction: drop them now.
-            postings = {term: _drop_dead(values, dead) for term, values in postings.items()}
-            postings = {term: values for term, values in postings.items() if values}
             heads = {term: [d for d in ids if d not in dead] for term, ids in heads.items()}
         seg = self.first_doc
-        if postings:
+        written = [(term, blob) for term, blob in zip(terms, blobs, strict=True) if blob]
+        if written:
             nothing = b""
             conn.executemany(
                 "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
                 [
-                    (term, seg, pack(values), pack(heads[term]) if term in heads else nothing)
-                    for term, values in sorted(postings.items())
+                    (term, seg, blob, pack(heads[term]) if term in heads else nothing)
+                    for term, blob in written
                 ],
             )
-        added = postings
+        added = {term for term, _blob in written}
         changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
         if changes:
             conn.executemany(
@@ -196,12 +300,71 @@ class IndexBuffer:
         self._reset()
 
 
-def _drop_dead(values: array[int], dead: set[int]) -> array[int]:
-    kept = array("i")
-    for i in range(0, len(values), POSTING_FIELDS):
-        if values[i] not in dead:
-            kept.extend(values[i : i + POSTING_FIELDS])
-    return kept
+def _numpy() -> Any:
+    return importlib.import_module("numpy")
+
+
+ENCODE_CHUNK = 250_000
+"""Postings `encode_batch` packs per call at a flush: its temporaries (a dozen int64
+arrays of that length) stay small whatever the batch."""
+
+
+def _grouped_numpy(
+    buffer: IndexBuffer, numbers: list[int], key_terms: list[str]
+) -> tuple[list[str], list[int], list[bytes]]:
+    """`IndexBuffer._grouped` with numpy: every posting sorted by (term, doc id) at once,
+    the postings of one document's words sharing a stem summed."""
+    np = _numpy()
+    terms = sorted(set(key_terms))
+    rank_of = dict(zip(terms, range(len(terms)), strict=True))
+    key_rank = np.zeros(max(numbers) + 1, dtype=np.int64)
+    key_rank[np.asarray(numbers, dtype=np.int64)] = [rank_of[term] for term in key_terms]
+    per_doc = np.frombuffer(buffer.doc_keys, np.int32)
+    ids = np.repeat(np.frombuffer(buffer.doc_ids, np.int32), per_doc)
+    combined = (key_rank[np.frombuffer(buffer.kids, np.int32)] << 32) | ids
+    del key_rank
+    order = np.argsort(combined, kind="stable")
+    combined = combined[order]
+    starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
+    firsts_of_group = order[starts]
+    g_ranks = (combined[starts] >> 32).astype(np.int32)
+    del combined
+    g_ids = ids[firsts_of_group]
+    g_lengths = np.repeat(np.frombuffer(buffer.doc_lengths, np.int32), per_doc)[firsts_of_group]
+    del ids, firsts_of_group
+    g_tws = np.add.reduceat(np.frombuffer(buffer.tws, np.int32)[order], starts)
+    # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
+    firsts = np.frombuffer(buffer.firsts, np.int32)[order].view(np.uint32)
+    del order
+    g_firsts = np.minimum.reduceat(firsts, starts).view(np.int32)
+    del firsts, starts
+    counts = np.bincount(g_ranks, minlength=len(terms))
+    if buffer.dead:
+        keep = ~np.isin(g_ids, np.asarray(sorted(buffer.dead), dtype=np.int32))
+        g_ranks, g_ids, g_lengths, g_tws, g_firsts = (
+            column[keep] for column in (g_ranks, g_ids, g_lengths, g_tws, g_firsts)
+        )
+    live = np.bincount(g_ranks, minlength=len(terms))
+    present = np.flatnonzero(live)
+    sizes = live[present]
+    ends = np.cumsum(sizes)
+    blobs = [b""] * len(terms)
+    first_term = 0
+    while first_term < len(present):
+        begin = int(ends[first_term] - sizes[first_term])
+        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
+        end = int(ends[last - 1])
+        encoded = encode_batch(
+            sizes[first_term:last],
+            g_ids[begin:end],
+            g_tws[begin:end],
+            g_lengths[begin:end],
+            g_firsts[begin:end],
+        )
+        for at, blob in zip(present[first_term:last].tolist(), encoded, strict=True):
+            blobs[at] = blob
+        first_term = last
+    return terms, counts.tolist(), blobs
 
 
 def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
@@ -221,46 +384,85 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
     if not crowded:
         return
     live = {int(row[0]) for row in conn.execute("SELECT doc_id FROM search_docs")}
+    live_ids: Any = None
     for term in crowded:
         rows = conn.execute(
             "SELECT seg, postings, heads FROM search_segments WHERE term = ? ORDER BY seg",
             (term,),
         ).fetchall()
-        merged: list[int] = []
         heads: list[int] = []
+        segments: list[Columns] = []
         for _seg, blob, head_blob in rows:
-            if not (isinstance(blob, bytes) and isinstance(head_blob, bytes)):
+            if not isinstance(head_blob, bytes):
                 raise sqlite3.DatabaseError("the search index holds invalid postings")
-            values = unpack(blob)
-            if len(values) % POSTING_FIELDS:
-                raise sqlite3.DatabaseError("the search index holds invalid postings")
-            for i in range(0, len(values), POSTING_FIELDS):
-                if values[i] in live:
-                    merged.extend(values[i : i + POSTING_FIELDS])
+            segments.append(decode_postings(blob, vectorized=posting_count(blob) >= 64))
             heads.extend(d for d in unpack(head_blob) if d in live)
+        if sum(len(columns[0]) for columns in segments) >= VECTOR_POSTINGS:
+            np = _numpy()
+            if live_ids is None:
+                live_ids = np.asarray(sorted(live), dtype=np.int32)
+            joined = [
+                np.concatenate([np.frombuffer(columns[k], np.int32) for columns in segments])
+                for k in range(4)
+            ]
+            keep = np.isin(joined[0], live_ids)
+            ids, tws, dls, firsts = (column[keep] for column in joined)
+            count = len(ids)
+            ascending = count < 2 or bool((ids[1:] > ids[:-1]).all())
+            blob = encode_batch([count], ids, tws, dls, firsts)[0] if count else b""
+        else:
+            merged: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+            for columns in segments:
+                keep_at = [i for i, doc_id in enumerate(columns[0]) if doc_id in live]
+                for into, column in zip(merged, columns, strict=True):
+                    into.extend(map(column.__getitem__, keep_at))
+            count = len(merged[0])
+            ascending = not any(map(operator.ge, merged[0][:-1], merged[0][1:]))
+            blob = encode_postings(*merged) if count else b""
+        if not ascending:
+            raise sqlite3.DatabaseError("the search index holds invalid postings")
         conn.execute("DELETE FROM search_segments WHERE term = ?", (term,))
-        if merged:
+        if count:
             conn.execute(
                 "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
-                (term, int(rows[0][0]), pack(merged), pack(heads)),
+                (term, int(rows[0][0]), blob, pack(heads)),
             )
-        conn.execute("UPDATE search_terms SET segs = ? WHERE term = ?", (1 if merged else 0, term))
+        conn.execute("UPDATE search_terms SET segs = ? WHERE term = ?", (1 if count else 0, term))
 
 
 def unindex_doc(
     conn: sqlite3.Connection, doc_type: str, ident: str, buffer: IndexBuffer | None = None
 ) -> None:
     """Take one document out of the index (no-op when absent): its row and frequencies go;
-    its postings stay behind, dead, until its terms' segments are merged."""
+    its postings stay behind, dead, until its terms' segments are merged.
+
+    Call it before the document's `pages` or `sources` row changes: its terms are not stored
+    (format 4 kept them, a fifth of the store) but worked out again from that row's text,
+    with the same analyzer that indexed it (a format change reindexes every document)."""
     row = conn.execute(
-        "SELECT doc_id, terms, length FROM search_docs WHERE doc_type = ? AND ident = ?",
+        "SELECT doc_id, length FROM search_docs WHERE doc_type = ? AND ident = ?",
         (doc_type, ident),
     ).fetchone()
     if row is None:
         return
     own = buffer or IndexBuffer()
-    doc_id, joined, length = int(row[0]), str(row[1]), int(row[2])
-    terms = joined.split(" ") if joined else []
+    doc_id, length = int(row[0]), int(row[1])
+    if doc_type == "page":
+        text = conn.execute(
+            "SELECT slug, title, summary, body FROM pages WHERE slug = ?", (ident,)
+        ).fetchone()
+        fields = None if text is None else (text[1], text[0], text[2] or "", text[3])
+    else:
+        text = conn.execute(
+            "SELECT title, origin, content FROM sources WHERE id = ?", (ident,)
+        ).fetchone()
+        fields = None if text is None else (text[0], text[1] or "", "", text[2])
+    if fields is None:
+        raise StoreError(
+            "store_needs_recovery",
+            f"the search index holds a {doc_type} that is gone: run `lwc repair`",
+        )
+    terms = _terms_of(_analyze(fields, "", own.words).keyed)
     conn.execute("DELETE FROM search_docs WHERE doc_id = ?", (doc_id,))
     df = own.df
     for term in terms:
@@ -291,23 +493,97 @@ _PLUS_ONE = (1).__add__
 def ascii_words(text: str) -> tuple[Counter[str], int, dict[str, int]]:
     """For ASCII `text`: its non-stop words' counts (first-seen order), how many there are,
     and where each word first occurs, as `tokenize.plain_words` and the analyzer's spans
-    give them (a property test checks).
+    give them (a property test checks): `_ascii_body`'s figures, in reading order."""
+    counts, total, firsts = _ascii_body(text)
+    first = dict(zip(counts, firsts, strict=True))
+    ordered = Counter({word: counts[word] for word in sorted(first, key=first.__getitem__)})
+    return ordered, total, first
+
+
+def _ascii_body(text: str) -> tuple[Counter[str], int, list[int]]:
+    """For ASCII `text`: its non-stop words' counts, how many there are, and where each
+    word first occurs, aligned with the counts' keys (the write path's hottest function).
 
     Separators become single spaces and `split(" ")` cuts there: each part (a word, or the
-    empty string between two separators) starts one past the end of the previous one, so every
-    offset is a running sum of lengths, all in C: no regex, no per-word search. This is the
-    write path's hottest function (about a third less time than a capturing `re.split`).
-    """
+    empty string between two separators) starts one past the end of the previous one, so
+    every offset is a running sum of lengths, all in C: no regex, no per-word search. The
+    counts and the offsets are both built from the parts in reverse, so both keep their keys
+    in the same order (each word's last occurrence, backwards) and the offsets keep each
+    word's first one (the last written): no lookup a word to align them."""
     parts = text.lower().translate(_ASCII_SPACED).split(" ")
     starts = list(accumulate(map(_PLUS_ONE, map(len, parts)), initial=0))
-    starts.pop()  # the offset after the last part
-    # Reversed, so that each word's first occurrence is the one that stays.
-    first = dict(zip(reversed(parts), reversed(starts), strict=True))
-    counts = Counter(parts)
+    starts.pop()
+    backwards = parts[::-1]
+    first = dict(zip(backwards, reversed(starts), strict=True))
+    counts = Counter(backwards)
     total = len(parts) - counts.pop("", 0)
+    first.pop("", None)
     for stop in STOP_WORDS.intersection(counts):
         total -= counts.pop(stop)
-    return counts, total, first
+        del first[stop]
+    return counts, total, list(first.values())
+
+
+class _Analyzed(NamedTuple):
+    keyed: dict[str, int]
+    """Weighted counts (`FIELD_WEIGHTS`, BM25F) by buffer key: a body word, or an index term
+    after `_TERM` (see `IndexBuffer`); the counts of a term's keys add up to its own."""
+    firsts: list[int]
+    """Where each key (in `keyed`'s order) first occurs in the snippet text (−1: not there)."""
+    length: int
+    title_terms: list[str]
+    path_terms: list[str]
+    heads: set[str]
+    """The title's and path's index terms."""
+    generic_path: list[str]
+
+
+def _analyze(fields: tuple[str, str, str, str], snippet: str, seen: dict[str, str]) -> _Analyzed:
+    """The analysis of one document (`index_doc`), its body words left unstemmed; `seen`
+    learns the short fields' words and terms. An empty `snippet` skips the first offsets."""
+    title, path = fields[0], fields[1]
+    short = [index_words(text) for text in fields[:3]]
+    # Title and path in the query's form (CJK pairs), for the whole-query comparison; without
+    # CJK characters that is exactly their index terms.
+    title_terms = _query_form(title, short[0][0])
+    path_terms = _query_form(path, short[1][0])
+    length = sum(len(terms) for terms, _words in short)
+    for terms, field_words in short:
+        seen.update(zip(field_words, terms, strict=True))
+    body = fields[3]
+    scan = snippet[:SNIPPET_SCAN]
+    keyed: dict[str, int]
+    firsts: list[int]
+    if body.isascii() and (scan is body or not scan):
+        # The body (the bulk of the work): one split, its words counted and located in C;
+        # the flush stems each distinct word of the whole batch once.
+        keyed, body_length, firsts = _ascii_body(body)
+        if not scan:
+            firsts = [-1] * len(keyed)
+        length += body_length
+    else:
+        body_terms, body_words = index_words(body)
+        seen.update(zip(body_words, body_terms, strict=True))
+        keyed = {_TERM + term: count for term, count in Counter(body_terms).items()}
+        length += len(body_terms)
+        spans = _first_offsets_spans(scan) if scan else {}
+        firsts = [spans.get(key[1:], -1) for key in keyed]
+    # BM25F's weighted count: the body's counts plus the short fields', weighted. Their
+    # keys are terms, never a body word: new ones come last, not in the snippet text.
+    for (terms, _words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
+        for term in terms:
+            key = _TERM + term
+            keyed[key] = keyed.get(key, 0) + weight
+    firsts.extend(repeat(-1, len(keyed) - len(firsts)))
+    heads = {*short[0][0], *short[1][0]}
+    return _Analyzed(keyed, firsts, length, title_terms, path_terms, heads, short[1][0])
+
+
+def _terms_of(keys: Iterable[str]) -> set[str]:
+    """The index terms behind buffer keys (`_Analyzed.keyed`)."""
+    listed = list(keys)
+    words = [key for key in listed if key[0] != _TERM]
+    return {key[1:] for key in listed if key[0] == _TERM}.union(stem_words(words))
 
 
 def index_doc(
@@ -320,67 +596,19 @@ def index_doc(
     snippet: str,
     buffer: IndexBuffer | None = None,
 ) -> None:
-    """(Re)index one document: `fields` are title, path, summary, body; `name` the slug or
-    the origin's file stem (generic test); `snippet` the text its snippets are cut from.
-    Frequencies and statistics go to `buffer` (flushed by the caller), else are written."""
+    """Index one document that is not in the index (`unindex_doc` first, before its row
+    changes): `fields` are title, path, summary, body; `name` the slug or the origin's file
+    stem (generic test); `snippet` the text its snippets are cut from. Frequencies and
+    statistics go to `buffer` (flushed by the caller), else are written."""
     own = buffer or IndexBuffer()
-    unindex_doc(conn, doc_type, ident, own)
-    title, path = fields[0], fields[1]
-    short = [index_words(text) for text in fields[:3]]
-    # Title and path in the query's form (CJK pairs), for the whole-query comparison; without
-    # CJK characters that is exactly their index terms.
-    title_terms = _query_form(title, short[0][0])
-    path_terms = _query_form(path, short[1][0])
-    length = sum(len(terms) for terms, _words in short)
-    for terms, field_words in short:
-        own.words.update(zip(field_words, terms, strict=True))
-    body = fields[3]
-    scan = snippet[:SNIPPET_SCAN]
-    if body.isascii():
-        # The body (the bulk of the work): one split, stem each distinct word once.
-        word_counts, body_length, first_word = ascii_words(body)
-        distinct_words = list(word_counts)
-        # The batch's words so far give most stems (one lookup a word, nothing to add).
-        seen = own.words
-        known = list(map(seen.get, distinct_words))
-        if all(known):
-            stems: list[str] = known  # type: ignore[assignment]  # no None left
-        else:  # a few new words (most documents have some): stem only those
-            new = list(set(distinct_words).difference(seen))
-            seen.update(zip(new, stem_words(new), strict=True))
-            stems = list(map(seen.__getitem__, distinct_words))
-        length += body_length
-        # Counts and first offsets per stem, built in C; words sharing a stem (`cache`,
-        # `caching`) are summed below. Words come in first-seen order, so the first of a
-        # stem's words (the last to be written when reversed) has its first offset.
-        weighted = dict(zip(stems, word_counts.values(), strict=True))
-        if len(weighted) < len(stems):
-            weighted = dict.fromkeys(weighted, 0)
-            for stem, count in zip(stems, word_counts.values(), strict=True):
-                weighted[stem] += count
-        if scan is body:
-            starts = list(map(first_word.__getitem__, distinct_words))
-            first = dict(zip(reversed(stems), reversed(starts), strict=True))
-        else:
-            first = _first_offsets_spans(scan)
-    else:
-        body_terms, body_words = index_words(body)
-        own.words.update(zip(body_words, body_terms, strict=True))
-        weighted = dict(Counter(body_terms))
-        length += len(body_terms)
-        first = _first_offsets_spans(scan)
-    # BM25F's weighted count: the body's counts plus the short fields', weighted.
-    in_heads = {*short[0][0], *short[1][0]}  # title and path terms
-    for (terms, _words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
-        for term in terms:
-            weighted[term] = weighted.get(term, 0) + weight
-    distinct = list(weighted)
-    generic = is_generic(name, title_terms, short[1][0] if name == path else None)
+    found = _analyze(fields, snippet, own.words)
+    length = found.length
+    generic = is_generic(name, found.title_terms, found.generic_path if name == fields[1] else None)
     cursor = conn.execute(
-        "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length, "
-        "terms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (doc_type, ident, " ".join(title_terms), " ".join(path_terms), int(generic), length,
-         " ".join(distinct)),
+        "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (doc_type, ident, " ".join(found.title_terms), " ".join(found.path_terms), int(generic),
+         length),
     )  # fmt: skip
     doc_id = cursor.lastrowid
     if doc_id is None or doc_id > MAX_DOC_ID:
@@ -389,12 +617,9 @@ def index_doc(
         )
     if not own.first_doc:
         own.first_doc = doc_id
-    postings = own.postings
-    offsets = map(first.get, weighted, repeat(-1))  # -1: not in the snippet text
-    for term, tw, start in zip(weighted, weighted.values(), offsets, strict=True):
-        postings[term].fromlist([doc_id, tw, length, start])
+    own.add(doc_id, length, found.keyed, found.firsts)
     heads = own.heads
-    for term in in_heads:
+    for term in found.heads:
         heads[term].append(doc_id)
     own.docs += 1
     own.length += length

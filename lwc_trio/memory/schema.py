@@ -28,29 +28,32 @@ __all__ = [
     "parse_count",
 ]
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-# The search index (format 4) is plain tables the CLI maintains with the analyzer of
+# The search index (format 5) is plain tables the CLI maintains with the analyzer of
 # `lwc_trio.memory.tokenize` (folded, stemmed terms; CJK characters and pairs):
 # - `search_docs`: one row per live Page or Source, with what the ranking needs per candidate
-#   already worked out at write time (title and path terms, the generic flag), its length in
-#   terms and its distinct terms (so a rewrite can take back its frequencies). Doc ids are
-#   never reused (AUTOINCREMENT): a rewritten or removed document's id is simply gone;
+#   already worked out at write time (title and path terms, the generic flag) and its length
+#   in terms (a rewrite takes back its frequencies by analyzing the old row's text again).
+#   Doc ids are never reused (AUTOINCREMENT): a rewritten or removed document's id is gone;
 # - `search_terms`: every term with its document frequency and how many segments it has;
 # - `search_segments`: per term, one row per write batch (`seg` is the batch's first doc id)
-#   with the batch's postings packed (`indexer.pack`, little-endian int32 quadruples: doc id,
-#   its count in all fields weighted by `indexer.FIELD_WEIGHTS` (what BM25F reads), the
-#   document's length, where the term first occurs in the snippet text, -1 when not there)
-#   and `heads`, the doc ids whose title or path holds the term (the fuzzy title fill-up).
+#   with the batch's postings packed (`postings.py`: per posting the doc id, its count in all
+#   fields weighted by `indexer.FIELD_WEIGHTS` (what BM25F reads), the document's length,
+#   where the term first occurs in the snippet text, -1 when not there; column after column,
+#   ids as gaps, mostly 7 bytes a posting) and `heads`, the doc ids whose title or path
+#   holds the term (`indexer.pack`: little-endian int32s; the fuzzy title fill-up).
 #   Postings of documents no longer in `search_docs` are skipped by readers and dropped when
 #   a term's segments are merged (`indexer.MAX_SEGMENTS`) or by `lwc repair`;
 # - `search_words`: folded words whose stem differs from the word (typo correction compares
 #   what people type with words, not stems);
 # - `search_stats`: `docs` and `length` (sum of document lengths) for BM25.
-# Format 3 kept one row per (term, document), ~190 per Page: the B-tree inserts made bulk
+# Format 4 kept each document's distinct terms in `search_docs` and postings as int32
+# quadruples: 2.35x the store of an FTS5 table for the same Pages (issue 24). Format 3 kept
+# one row per (term, document), ~190 per Page: the B-tree inserts made bulk
 # writes 3x slower than format 2. Format 2 used FTS5, whose bm25() floors the IDF of a term in
 # half the documents at 1e-6 (SPEC §4 forbids that) and cannot take query term weights.
 SEARCH_DDL: tuple[str, ...] = (
@@ -62,7 +65,6 @@ SEARCH_DDL: tuple[str, ...] = (
     path_terms TEXT NOT NULL,
     generic INTEGER NOT NULL,
     length INTEGER NOT NULL,
-    terms TEXT NOT NULL,
     UNIQUE (doc_type, ident)
 )""",
     """CREATE TABLE search_terms (
@@ -162,16 +164,19 @@ MIGRATIONS: dict[int, tuple[Migration, ...]] = {
     # 2 -> 3: the FTS5 index gives way to plain tables; 3 -> 4 (always next) replaces them
     # all and re-indexes once.
     2: ("DROP TABLE search_index",),
-    # 3 -> 4: one row per term and write batch instead of per term and document, rebuilt
-    # from pages and sources (the analyzer is unchanged, so are the rankings).
-    3: (
+    # 3 -> 4: one row per term and write batch instead of per term and document; 4 -> 5
+    # (always next) drops every search table of format 3 too and rebuilds the index once.
+    3: (),
+    # 4 -> 5: no terms per document, postings packed small (`postings.py`); rebuilt the same
+    # way (the analyzer is unchanged, so are the rankings).
+    4: (
         *(f"DROP TABLE IF EXISTS {table}" for table in _OLD_SEARCH_TABLES),
         *SEARCH_DDL,
         _rebuild_search_index,
     ),
 }
 
-# Format 4 has no virtual table, hence no shadow tables: every object's SQL is compared.
+# Formats 4 and 5 have no virtual table, hence no shadow tables: every object's SQL is compared.
 _SPACE = re.compile(r"\s+")
 
 

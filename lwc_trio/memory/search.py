@@ -43,7 +43,8 @@ from lwc_trio.memory.fuzzy import (
     near_words,
     similar_words,
 )
-from lwc_trio.memory.indexer import GENERIC_TERMS, POSTING_FIELDS, unpack
+from lwc_trio.memory.indexer import GENERIC_TERMS, unpack
+from lwc_trio.memory.postings import decode_postings, posting_count
 from lwc_trio.memory.tokenize import QueryTerm
 
 __all__ = [
@@ -201,22 +202,9 @@ Segment = tuple["array[int]", "array[int]", "array[int]", "array[int]"]
 
 
 def _segment(blob: object) -> Segment:
-    """Unpack and check one `search_segments.postings` blob (a cloned repository can ship
-    any bytes): whole postings, ascending positive ids, positive counts, no negative
-    lengths."""
-    if not isinstance(blob, bytes) or not blob or len(blob) % (4 * POSTING_FIELDS):
-        raise sqlite3.DatabaseError("the search index holds invalid postings")
-    values = unpack(blob)
-    ids, tws, dls, firsts = values[0::4], values[1::4], values[2::4], values[3::4]
-    vector = _loaded_vector(len(ids))
-    if vector is not None:
-        valid = bool(vector.valid_postings(blob))
-    else:
-        valid = min(ids) >= 1 and min(tws) >= 1 and min(dls) >= 0 and min(firsts) >= -1
-        valid = valid and all(map(operator.lt, ids, ids[1:]))
-    if not valid:
-        raise sqlite3.DatabaseError("the search index holds invalid postings")
-    return ids, tws, dls, firsts
+    """Decode and check one `search_segments.postings` blob (`postings.decode_postings`: a
+    cloned repository can ship any bytes)."""
+    return decode_postings(blob, vectorized=_loaded_vector(posting_count(blob)) is not None)
 
 
 def load_postings(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[Segment]]:

@@ -68,6 +68,8 @@ IMPORT_BATCH = 5000
 per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
 pages/s at 5,000 than at 2,000 per transaction; docs/benchmarks.md). The batch's postings
 are held in memory until its commit (about 3 KB per 1,000 characters of text)."""
+REPAIR_VACUUM_SHARE = 4
+"""`lwc repair` rewrites the file (VACUUM) when more than 1/this of its pages are free."""
 Progress = Callable[[int, int], None]
 
 
@@ -400,6 +402,8 @@ class Wiki:
         ) == (page.title, page.kind, page.summary, page.body, sources, provenance, links):
             return "unchanged"
         created_at = page.created_at or (existing["createdAt"] if existing else now)
+        if existing is not None:  # while its old text is still there to analyze
+            unindex_doc(self.conn, "page", page.slug, self._buffer)
         self.conn.execute(
             "INSERT OR REPLACE INTO pages (slug, title, kind, summary, body, created_at, "
             "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -483,6 +487,7 @@ class Wiki:
             touched.add(slug)
             if self.conn.execute("SELECT 1 FROM pages WHERE slug = ?", (slug,)).fetchone() is None:
                 raise WikiError("page_not_found", f"no page {slug!r}")
+            unindex_doc(self.conn, "page", slug, self._buffer)  # before its text goes
             self.conn.execute("DELETE FROM pages WHERE slug = ?", (slug,))
             for table, column in (
                 ("page_sources", "page_slug"),
@@ -490,7 +495,6 @@ class Wiki:
                 ("links", "from_slug"),
             ):
                 self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (slug,))
-            unindex_doc(self.conn, "page", slug, self._buffer)
 
     # ---------------------------------------------------------------- sources
 
@@ -677,6 +681,12 @@ class Wiki:
             raise StoreError("store_corrupt", "integrity check failed: " + "; ".join(problems[:5]))
         with self._transaction(content=False):
             reindexed = self._reindex()
+        free = int(self.conn.execute("PRAGMA freelist_count").fetchone()[0])
+        pages = int(self.conn.execute("PRAGMA page_count").fetchone()[0])
+        if free * REPAIR_VACUUM_SHARE > pages:
+            # A store migrated to a smaller format (or after many removals) keeps its old size
+            # as free pages until it is rewritten: repair gives the space back.
+            self.conn.execute("VACUUM")
         return {"integrity": "ok", "reindexed": reindexed, **self.status()}
 
     def _reindex(self) -> int:
@@ -719,8 +729,8 @@ class Wiki:
                     f"source {ident!r} is cited by page {', '.join(map(repr, citing[:3]))}"
                     f"{' and more' if len(citing) > 3 else ''}; remove those citations first",
                 )
+            unindex_doc(self.conn, "source", ident, self._buffer)  # before its text goes
             self.conn.execute("DELETE FROM sources WHERE id = ?", (ident,))
-            unindex_doc(self.conn, "source", ident, self._buffer)
 
 
 class _NothingToDo(Exception):
