@@ -28,7 +28,7 @@ import threading
 from array import array
 from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, overload
 
 import attrs
 
@@ -328,6 +328,11 @@ class Scores(Protocol):
         """`(−score, doc_id)` of the best `n`, best first, ties by doc id."""
         ...
 
+    def ranked(self, start: int, stop: int) -> list[tuple[float, int]]:
+        """`best(stop)[start:]`, in steps that stay short however many documents there
+        are (a full sort of a million tuples held the GIL for over a second)."""
+        ...
+
     def is_exact(self, doc_id: int) -> bool:
         """Whether an exact (not corrected) query term matched `doc_id`."""
         ...
@@ -335,6 +340,8 @@ class Scores(Protocol):
 
 @attrs.frozen
 class _DictScores:
+    """Scores of fewer than `VECTOR_MIN` postings (a short sort)."""
+
     scores: dict[int, float]
     exact_docs: set[int] | None
 
@@ -343,6 +350,9 @@ class _DictScores:
 
     def best(self, n: int) -> list[tuple[float, int]]:
         return best_first(self.scores, n)
+
+    def ranked(self, start: int, stop: int) -> list[tuple[float, int]]:
+        return best_first(self.scores, stop)[start:]
 
     def is_exact(self, doc_id: int) -> bool:
         return self.exact_docs is None or doc_id in self.exact_docs
@@ -642,7 +652,7 @@ def search_store(
     ranked = scores.best(want)
     scored, described = _live(conn, ranked, want, facts=facts)
     if len(scored) < want < len(scores):  # dead documents among the best: look further
-        scored, described = _live(conn, scores.best(len(scores)), want, facts=facts)
+        scored, described = _live(conn, _RankedView(scores), want, facts=facts)
     pages = [info[1] for info in described.values() if info[0] == "page"]
     has_sources = any(info[0] == "source" for info in described.values())
     hidden = _summarized(conn, pages) if has_sources else set()
@@ -716,6 +726,31 @@ def _degrees(
     if len(cached) < FACTS_MAX:
         cached.update((slug, found.get(slug, 0)) for slug in missing)
     return answer
+
+
+class _RankedView(Sequence[tuple[float, int]]):
+    """Every scored document best first, as `_live` reads it (slices from the start, in
+    growing steps), each slice ranked when asked for (`Scores.ranked`)."""
+
+    def __init__(self, scores: Scores) -> None:
+        self._scores = scores
+
+    def __len__(self) -> int:
+        return len(self._scores)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[float, int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[float, int]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[float, int] | list[tuple[float, int]]:
+        if isinstance(index, int):
+            return self._scores.ranked(index, index + 1)[0]
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            raise ValueError("ranked slices are contiguous")
+        return self._scores.ranked(start, stop)
 
 
 def _live(

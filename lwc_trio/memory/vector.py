@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 __all__ = [
     "DENSE_SLACK",
+    "SORT_MAX",
     "VectorScores",
     "denominators",
     "near_signatures",
@@ -34,6 +35,9 @@ __all__ = [
 DENSE_SLACK = 1 << 16
 """Doc ids up to this (or 4 × the postings scored) index a dense score array; beyond it
 (a store rewritten many times has sparse, high ids) the ids are first mapped to 0..n−1."""
+
+SORT_MAX = 4_096
+"""Tuples `VectorScores.best` sorts in Python at most (a few ms); more are ranked by numpy."""
 
 Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
 
@@ -102,6 +106,7 @@ class VectorScores:
         self.ids = ids  # ascending
         self.values = values
         self.exact = exact
+        self._order: npt.NDArray[np.intp] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -119,7 +124,18 @@ class VectorScores:
             cutoff = np.partition(values, len(values) - n)[len(values) - n]
             keep = values >= cutoff
             ids, values = ids[keep], values[keep]
+        if len(ids) > SORT_MAX:  # many ties at the cutoff, or n large: ranked by numpy
+            return self.ranked(0, n)
         return sorted(zip((-values).tolist(), ids.tolist(), strict=True))[:n]
+
+    def ranked(self, start: int, stop: int) -> list[tuple[float, int]]:
+        """`best(stop)[start:]`: every document ordered once by numpy (its sort lets other
+        threads run), then only the slice asked for turned into Python tuples."""
+        if self._order is None:
+            # By −score, then doc id: the order of Python's sort of (−score, doc id).
+            self._order = np.lexsort((self.ids, -self.values))
+        part = self._order[max(start, 0) : max(stop, 0)]
+        return list(zip((-self.values[part]).tolist(), self.ids[part].tolist(), strict=True))
 
     def is_exact(self, doc_id: int) -> bool:
         if self.exact is None:
