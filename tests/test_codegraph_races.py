@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -96,8 +97,15 @@ end = time.monotonic() + seconds
 swaps = strays = 0
 
 
-def restore():
+def stray_aside():
+    # A CodeGraph child opening the project while it is away recreates
+    # PROJECT/.codegraph/writer.pid (mkdir -p): move that stray tree aside.
     global strays
+    strays += 1
+    os.rename(target, f"{target}.stray{strays}")
+
+
+def restore():
     while True:
         try:
             os.rename(hidden, target)
@@ -105,16 +113,23 @@ def restore():
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
-        # A CodeGraph child starting while the project is away recreates
-        # PROJECT/.codegraph/writer.pid (mkdir -p): move that stray tree aside.
-        strays += 1
-        os.rename(target, f"{target}.stray{strays}")
+        stray_aside()
+
+
+def link():
+    # The stray can also appear between moving the project away and linking its name.
+    while True:
+        try:
+            os.symlink(outside, target)
+            return
+        except FileExistsError:
+            stray_aside()
 
 
 try:
     while time.monotonic() < end:
         os.rename(target, hidden)
-        os.symlink(outside, target)
+        link()
         time.sleep(0.0005)
         os.unlink(target)
         restore()
@@ -210,6 +225,7 @@ def test_swapping_the_tree_mid_call_never_leaks_outside_code(
             str(SWAP_SECONDS),
         ],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     answers: list[dict[str, Any]] = []
@@ -217,8 +233,8 @@ def test_swapping_the_tree_mid_call_never_leaks_outside_code(
         while swapper.poll() is None:
             answers.append(server.explore(project_path))
     finally:
-        swaps, _ = swapper.communicate(timeout=SWAP_SECONDS + 30)
-    assert swapper.returncode == 0
+        swaps, swapper_log = swapper.communicate(timeout=SWAP_SECONDS + 30)
+    assert swapper.returncode == 0, swapper_log
     assert int(swaps) > 100
 
     leaked = [a for a in answers if OUTSIDE in json.dumps(a)]
@@ -233,6 +249,25 @@ def test_swapping_the_tree_mid_call_never_leaks_outside_code(
 
     # Once the tree is stable again, the plane serves the inside project as before.
     after = _code(server.explore(project_path))
-    assert after["state"] == "ready", after
-    assert INSIDE in after["text"]
+    why = (after, _index_facts(trees.workspace / "a" / "proj"), states, swapper_log)
+    assert after["state"] == "ready", why
+    assert INSIDE in after["text"], why
     assert OUTSIDE not in after["text"]
+
+
+def _index_facts(project: Path) -> dict[str, Any]:
+    """What the inside index holds now (a failed final check must say whether the index
+    itself lost its symbols or only the answer did), and the stray trees beside it."""
+    facts: dict[str, Any] = {
+        "beside": sorted(p.name for p in project.parent.parent.rglob("*") if "stray" in p.name)
+    }
+    db = project / ".codegraph" / "codegraph.db"
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            facts["nodes"] = conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        facts["nodes"] = f"unreadable: {exc}"
+    return facts

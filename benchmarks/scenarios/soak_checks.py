@@ -122,7 +122,8 @@ class Checker:
             self._memory(where, sc.get("memory"), args, floor, probe, beside=code)
             return
         if is_error:
-            self.fail(f"{where}: isError: {str(sc)[:300]}")
+            # The error codes first: the whole answer is cut to fit the report.
+            self.fail(f"{where}: isError {error_codes(sc)}: {str(sc)[:300]}")
             return
         if (sc.get("query"), sc.get("mode"), sc.get("scope")) != (args["query"], mode, scope):
             self.fail(f"{where}: answer to another request: {str(sc)[:200]}")
@@ -212,6 +213,24 @@ class Checker:
         previous = self.code_seen.setdefault(key, text)
         if previous != text:
             self.fail(f"{where}: codeGraph differs from an earlier answer to the same query")
+
+
+def error_codes(sc: dict[str, Any]) -> dict[str, Any]:
+    """Each plane's error code, and each store's, of an answer (what a failure must name)."""
+    found: dict[str, Any] = {}
+    for plane in ("memory", "codeGraph"):
+        part = sc.get(plane)
+        if not isinstance(part, dict):
+            continue
+        error = part.get("error")
+        if isinstance(error, dict):
+            found[plane] = error.get("code")
+        for store in part.get("stores") or ():
+            if isinstance(store, dict) and isinstance(store.get("error"), dict):
+                found[f"{plane}.{store.get('scope')}"] = store["error"].get("code")
+    if "timings" in sc:
+        found["timings"] = sc["timings"]
+    return found
 
 
 def is_busy(code: Any) -> bool:

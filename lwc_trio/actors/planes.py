@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
@@ -292,8 +293,9 @@ def check_memory_arguments(args: ExploreArgs) -> None:
 
 
 def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> MemoryQuery:
-    """The memory plane's `MemoryQuery`."""
-    from lwc_trio.memory.engine import MemoryQuery
+    """The memory plane's `MemoryQuery`, waiting for a writer's lock for `BUSY_SHARE` of
+    the memory deadline."""
+    from lwc_trio.memory.engine import BUSY_SHARE, MemoryQuery
 
     return MemoryQuery(
         query=args.query,
@@ -304,6 +306,7 @@ def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> Memo
         allowed_scopes=config.allowed_scopes,
         max_documents=args.maxDocuments,
         max_tokens=args.maxTokens,
+        busy_until=time.monotonic() + BUSY_SHARE * config.memory_timeout,
     )
 
 
