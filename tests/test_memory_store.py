@@ -153,7 +153,7 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     _project, db, _home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     noop = ("UPDATE meta SET value = value WHERE 0",)
-    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop})
+    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop, 4: noop})
     open_writer(db).close()
     assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
@@ -361,8 +361,15 @@ FORMAT_3_SEARCH = (
 )
 
 
+# Format 4: the search tables of format 5 without the typo index `search_fuzzy`.
+FORMAT_4_SEARCH = (
+    "DROP TABLE search_fuzzy",
+    "UPDATE meta SET value = '4' WHERE key = 'format_version'",
+)
+
+
 @pytest.mark.parametrize("how", ["repair", "write"])
-@pytest.mark.parametrize("old", [2, 3])
+@pytest.mark.parametrize("old", [2, 3, 4])
 def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, old: int) -> None:
     """A format-2 or -3 store gets guidance (`lwc repair`), never results; repair or any
     write re-indexes it, after which it answers exactly like a store built in format 4."""
@@ -373,7 +380,7 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     ]
     put_pages(db, pages)
     before = ask("kubernetes cache", project, home=home, scope="project")
-    tamper(db, *(FORMAT_2_SEARCH if old == 2 else FORMAT_3_SEARCH))
+    tamper(db, *{2: FORMAT_2_SEARCH, 3: FORMAT_3_SEARCH, 4: FORMAT_4_SEARCH}[old])
     assert meta(db)["format_version"] == str(old)
     refused = ask("kubernetes cache", project, home=home, scope="project")
     assert refused["state"] == "unavailable"

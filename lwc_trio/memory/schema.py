@@ -28,7 +28,7 @@ __all__ = [
     "parse_count",
 ]
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -84,6 +84,12 @@ SEARCH_DDL: tuple[str, ...] = (
     """CREATE TABLE search_stats (
     key TEXT PRIMARY KEY NOT NULL,
     value INTEGER NOT NULL
+) WITHOUT ROWID""",
+    # Format 5: the typo index (`typo_index`), every word by length.
+    """CREATE TABLE search_fuzzy (
+    length INTEGER NOT NULL,
+    word TEXT NOT NULL,
+    PRIMARY KEY (length, word)
 ) WITHOUT ROWID""",
 )
 
@@ -150,7 +156,7 @@ Migration = str | Callable[[sqlite3.Connection], None]
 # inside one transaction, so a crash leaves the old format intact; readers never migrate.
 _OLD_SEARCH_TABLES = (
     "search_docs", "search_terms", "search_postings", "search_segments", "search_words",
-    "search_stats",
+    "search_stats", "search_fuzzy",
 )  # fmt: skip
 
 # from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
@@ -165,6 +171,13 @@ MIGRATIONS: dict[int, tuple[Migration, ...]] = {
     # 3 -> 4: one row per term and write batch instead of per term and document, rebuilt
     # from pages and sources (the analyzer is unchanged, so are the rankings).
     3: (
+        *(f"DROP TABLE IF EXISTS {table}" for table in _OLD_SEARCH_TABLES),
+        *SEARCH_DDL,
+        _rebuild_search_index,
+    ),
+    # 4 -> 5: the typo index `search_fuzzy` is added; like 3 -> 4, every search table is
+    # made anew and filled from pages and sources (the rankings are unchanged).
+    4: (
         *(f"DROP TABLE IF EXISTS {table}" for table in _OLD_SEARCH_TABLES),
         *SEARCH_DDL,
         _rebuild_search_index,
