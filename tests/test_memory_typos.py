@@ -21,6 +21,21 @@ def _filler(rng: random.Random, count: int) -> list[str]:
     ]
 
 
+def _edited(rng: random.Random, word: str, edits: int) -> str:
+    """`word` with `edits` random substitutions, deletions, insertions or adjacent swaps."""
+    chars = list(word)
+    for _ in range(edits):
+        at = rng.randrange(len(chars) - 1)
+        how = rng.choice("sdit")
+        if how == "t":
+            chars[at : at + 2] = chars[at + 1 : at - 1 if at else None : -1]
+        elif how == "d":
+            del chars[at]
+        else:
+            chars[at : at + (how == "s")] = [rng.choice(string.ascii_lowercase)]
+    return "".join(chars)
+
+
 def test_a_misspelt_word_is_corrected_without_reading_the_whole_vocabulary(
     tmp_path: Path,
 ) -> None:
@@ -61,19 +76,7 @@ def test_the_typo_index_finds_what_the_whole_vocabulary_finds(tmp_path: Path) ->
     conn.execute("BEGIN")
     vocab = fuzzy.build_vocabulary(conn)
     probes = ["deplozz", "deploys", "depolys", "eploys", "deployign", "quuxin", "qwertyuiop"]
-    for i in range(60):
-        chars = list(words[i * 47])
-        for _edit in range(1 + i % 2):
-            at, kind = rng.randrange(len(chars) - 1), i % 4
-            if kind == 0:
-                chars[at] = rng.choice(string.ascii_lowercase)
-            elif kind == 1:
-                del chars[at]
-            elif kind == 2:
-                chars.insert(at, rng.choice(string.ascii_lowercase))
-            else:
-                chars[at], chars[at + 1] = chars[at + 1], chars[at]
-        probes.append("".join(chars))
+    probes += [_edited(rng, words[i * 47], 1 + i % 2) for i in range(60)]
     index = WordIndex().bind(conn)
     for word in probes:
         for edits in (1, 2):
