@@ -325,8 +325,10 @@ def test_damaged_pages_are_store_corrupt(tmp_path: Path) -> None:
     assert memory["error"]["code"] == "store_corrupt"
 
 
+# Format 5's search tables, each made anew in the older format's shape.
 _FORMAT_4_SEARCH_TABLES = (
-    "search_docs", "search_terms", "search_segments", "search_words", "search_stats"
+    "search_docs", "search_terms", "search_segments", "search_words", "search_stats",
+    "search_fuzzy",
 )  # fmt: skip
 
 FORMAT_2_SEARCH = (

@@ -43,6 +43,7 @@ from lwc_trio.memory.store import (
     translate_error,
 )
 from lwc_trio.memory.tokenize import MAX_TERMS, QueryTerm, parse_query
+from lwc_trio.memory.typo_index import WordIndex
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 __all__ = [
@@ -76,6 +77,11 @@ VOCABULARY_BUDGET = 3_000_000
 VOCABULARIES: BuildOnce[Vocabulary] = BuildOnce(
     4, name="lwc-vocabulary", budget=VOCABULARY_BUDGET, weight=len
 )
+
+# The typo index of each store revision (same keys): what per-term correction read of
+# `search_fuzzy` so far. Each request reads the few groups it needs through its own
+# connection; the whole vocabulary above is read only for the title fill-up.
+WORD_INDEXES: RevisionCache[WordIndex] = RevisionCache(4)
 
 
 def load_vocabulary(path: Path, identity: tuple[int, int]) -> Vocabulary:
@@ -286,6 +292,9 @@ def _search(
         cancelled=cancelled,
         phrase=phrase,
         cache_key=key,
+        words=lambda: WORD_INDEXES.get_or_build(
+            (reader.identity, info.store_id, info.store_revision), WordIndex
+        ),
     )
     _check(cancelled)
     rows, bodies = read_hits(conn, ref.scope, hits, query, key)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Container, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
+
+from lwc_trio.memory.typo_index import BoundIndex
 
 __all__ = [
     "MAX_CORRECTIONS",
@@ -175,80 +177,125 @@ def _frozen(buckets: dict[int, list[str]]) -> dict[int, tuple[str, ...]]:
     return {n: tuple(words) for n, words in buckets.items()}
 
 
-def _remember(vocab: Vocabulary, key: tuple[str, str, int], found: list[Any]) -> None:
-    if len(vocab.memo) >= MEMO_SIZE:
-        vocab.memo.clear()
-    vocab.memo[key] = found
+def _remember(
+    memo: dict[tuple[str, str, int], list[Any]], key: tuple[str, str, int], found: list[Any]
+) -> None:
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = found
 
 
-def near_words(vocab: Vocabulary, word: str, edits: int) -> list[tuple[int, str, str]]:
+class _InMemory:
+    """A whole `Vocabulary` seen as `typo_index.BoundIndex` is: the groups `near_words` reads."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        self.vocab = vocab
+        self.memo = vocab.memo
+        self.buckets = vocab.by_length
+        self.signatures = vocab.signatures
+
+    def shard(self, length: int, initial: str) -> Sequence[str]:
+        return tuple(self.vocab.stems.shards.get((length, initial), ()))
+
+    def bucket(self, length: int) -> Sequence[str]:
+        return self.buckets.get(length, ())
+
+    def initials_at(self, length: int) -> Sequence[str] | None:
+        return [first for n, first in self.vocab.stems.shards if n == length]
+
+    def stems_of(self, words: Iterable[str]) -> dict[str, str]:
+        stems = self.vocab.stems
+        return {w: stem for w in words if (stem := stems.get(w)) is not None}
+
+
+class _Source(Protocol):
+    memo: dict[tuple[str, str, int], list[Any]]
+
+    def shard(self, length: int, initial: str) -> Sequence[str]: ...
+    def bucket(self, length: int) -> Sequence[str]: ...
+    def initials_at(self, length: int) -> Sequence[str] | None: ...
+    def stems_of(self, words: Iterable[str]) -> dict[str, str]: ...
+
+
+def _source(vocab: Vocabulary | BoundIndex) -> tuple[_Source, dict[int, Any]]:
+    if isinstance(vocab, BoundIndex):
+        return vocab, vocab.index.signatures
+    source = _InMemory(vocab)
+    return source, source.signatures
+
+
+def near_words(vocab: Vocabulary | BoundIndex, word: str, edits: int) -> list[tuple[int, str, str]]:
     """`(distance, word, stem)` of vocabulary words within `edits` of `word`, nearest first
-    (the list is shared: callers must not change it)."""
+    (the list is shared: callers must not change it). `vocab` is a whole vocabulary, or the
+    store's typo index (`typo_index`), which reads only the groups of words compared."""
+    source, signatures = _source(vocab)
     key = ("near", word, edits)
-    remembered = vocab.memo.get(key)
+    remembered = source.memo.get(key)
     if remembered is not None:
         return remembered
-    found: list[tuple[int, str, str]] = []
+    hits: dict[str, int] = {}
     if edits == 1 and len(word) <= ONE_EDIT_MAX:
-        found = _one_edit(vocab, word)
+        hits = _one_edit(source, word)
     else:
         for n in range(len(word) - edits, len(word) + edits + 1):
-            words = _narrowed(vocab.by_length, vocab.signatures, n, word, 2 * edits)
+            words = _narrowed(source.bucket(n), signatures, n, word, 2 * edits)
             for candidate, distance in _scan(word, words, OSA.distance, edits):
-                found.append((int(distance), candidate, vocab.stems[candidate]))
-    found.sort()
-    _remember(vocab, key, found)
+                hits[candidate] = int(distance)
+    stems = source.stems_of(hits)
+    found = sorted((d, w, stems[w]) for w, d in hits.items() if w in stems)
+    _remember(source.memo, key, found)
     return found
 
 
-def _one_edit(vocab: Vocabulary, word: str) -> list[tuple[int, str, str]]:
-    """`near_words(vocab, word, 1)` unsorted, from the shards of `vocab.stems`.
+def _one_edit(source: _Source, word: str) -> dict[str, int]:
+    """The words within one edit of `word` (candidates: the caller keeps the vocabulary's).
 
     A word within one edit (substitution, insertion, deletion or adjacent swap) of `word`
-    either starts with the same character, and is in the shards of that initial, or the
+    either starts with the same character, and is in the group of that initial, or the
     edit is at the start: the first character substituted (`c + word[1:]` for an initial
     `c` the store has at that length), one put before it (`c + word`), the first one deleted
     (`word[1:]`) or the first two swapped: exact lookups, no index to build. Each candidate
-    is measured as the whole-bucket scan measures it."""
+    is measured as the whole-bucket scan measures it. A length with too many initials to
+    enumerate (`typo_index.MAX_INITIALS`) is scanned whole instead."""
     initial, n = word[0], len(word)
-    stems = vocab.stems
-    found: list[tuple[int, str, str]] = []
+    hits: dict[str, int] = {}
     for length in range(n - 1, n + 2):
-        words = tuple(stems.shards.get((length, initial), ()))
-        for candidate, distance in _scan(word, words, OSA.distance, 1):
-            found.append((int(distance), candidate, stems[candidate]))
+        for candidate, distance in _scan(word, source.shard(length, initial), OSA.distance, 1):
+            hits[candidate] = int(distance)
     others = {word[1:], word[1::-1] + word[2:]}
-    for length, first in stems.shards:
-        if length == n:
-            others.add(first + word[1:])
-        elif length == n + 1:
-            others.add(first + word)
+    for length, rest in ((n, word[1:]), (n + 1, word)):
+        firsts = source.initials_at(length)
+        if firsts is None:
+            words = [w for w in source.bucket(length) if w[:1] != initial]
+            for candidate, distance in _scan(word, words, OSA.distance, 1):
+                hits[candidate] = int(distance)
+        else:
+            others.update(first + rest for first in firsts)
     for candidate in others:
-        if candidate[:1] != initial and candidate in stems:  # the others were found above
+        if candidate[:1] != initial and candidate not in hits:  # the others were found above
             distance = OSA.distance(word, candidate, score_cutoff=1)
             if distance <= 1:
-                found.append((distance, candidate, stems[candidate]))
-    return found
+                hits[candidate] = distance
+    return hits
 
 
 def _narrowed(
-    buckets: dict[int, tuple[str, ...]],
+    words: Sequence[str],
     signatures: dict[int, Any],
     n: int,
     word: str,
     most: int,
 ) -> Sequence[str]:
-    """The words of `buckets[n]` whose signature is within `most` bits of `word`'s (the
+    """The `words` (all `n` long) whose signature is within `most` bits of `word`'s (the
     whole bucket when it is small, or `most` cannot narrow it). The bucket's signatures are
     computed on first need, by numpy in slices, and kept (threads may compute them twice:
     the same value)."""
-    words = buckets.get(n, ())
     if len(words) < FILTER_MIN or most >= 32:
         return words
     from lwc_trio.memory import vector  # numpy: imported by large stores only
 
     sigs = signatures.get(n)
-    if sigs is None:
+    if sigs is None or len(sigs) != len(words):  # a bucket read again: computed again
         sigs = signatures[n] = vector.signatures(words, n, SCAN_CHUNK * 8)
     return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
 
@@ -282,11 +329,11 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     for n in range(low, high + 1):
         # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
         most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
-        words = _narrowed(vocab.titled, vocab.titled_signatures, n, word, most)
+        words = _narrowed(vocab.titled.get(n, ()), vocab.titled_signatures, n, word, most)
         for candidate, ratio in _scan(word, words, fuzz.ratio, TITLE_CUTOFF):
             found.append((float(ratio), candidate, vocab.stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
-    _remember(vocab, key, found)
+    _remember(vocab.memo, key, found)
     return found
 
 

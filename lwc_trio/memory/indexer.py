@@ -37,6 +37,7 @@ from lwc_trio.memory.tokenize import (
     stem_words,
     token_spans,
 )
+from lwc_trio.memory.typo_index import record_words
 
 __all__ = [
     "FIELD_WEIGHTS",
@@ -288,6 +289,7 @@ class IndexBuffer:
                     [(term, term) for (term,) in gone],
                 )
             _merge_segments(conn, [term for term in changes if term in added])
+        record_words(conn, self.words)
         pairs = sorted((word, term) for word, term in self.words.items() if word != term)
         if pairs:
             conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
@@ -661,7 +663,7 @@ def index_source(
 def reindex_all(conn: sqlite3.Connection) -> int:
     """Rebuild the whole index from `pages` and `sources` (in the caller's transaction);
     document ids start again from 1 and every term has one segment."""
-    for table in ("search_docs", "search_terms", "search_segments", "search_words"):
+    for table in ("search_docs", "search_terms", "search_segments", "search_words", "search_fuzzy"):
         conn.execute(f"DELETE FROM {table}")
     conn.execute("DELETE FROM search_stats")
     conn.execute("DELETE FROM sqlite_sequence WHERE name = 'search_docs'")

@@ -87,6 +87,12 @@ SEARCH_DDL: tuple[str, ...] = (
     key TEXT PRIMARY KEY NOT NULL,
     value INTEGER NOT NULL
 ) WITHOUT ROWID""",
+    # Format 5: the typo index (`typo_index`), every word by length.
+    """CREATE TABLE search_fuzzy (
+    length INTEGER NOT NULL,
+    word TEXT NOT NULL,
+    PRIMARY KEY (length, word)
+) WITHOUT ROWID""",
 )
 
 DDL: tuple[str, ...] = (
@@ -152,7 +158,7 @@ Migration = str | Callable[[sqlite3.Connection], None]
 # inside one transaction, so a crash leaves the old format intact; readers never migrate.
 _OLD_SEARCH_TABLES = (
     "search_docs", "search_terms", "search_postings", "search_segments", "search_words",
-    "search_stats",
+    "search_stats", "search_fuzzy",
 )  # fmt: skip
 
 # from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
@@ -167,8 +173,9 @@ MIGRATIONS: dict[int, tuple[Migration, ...]] = {
     # 3 -> 4: one row per term and write batch instead of per term and document; 4 -> 5
     # (always next) drops every search table of format 3 too and rebuilds the index once.
     3: (),
-    # 4 -> 5: no terms per document, postings packed small (`postings.py`); rebuilt the same
-    # way (the analyzer is unchanged, so are the rankings).
+    # 4 -> 5: no terms per document, postings packed small (`postings.py`), and the typo
+    # index `search_fuzzy`; every search table is made anew and filled from pages and
+    # sources (the analyzer is unchanged, so are the rankings).
     4: (
         *(f"DROP TABLE IF EXISTS {table}" for table in _OLD_SEARCH_TABLES),
         *SEARCH_DDL,

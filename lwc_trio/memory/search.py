@@ -46,6 +46,7 @@ from lwc_trio.memory.fuzzy import (
 from lwc_trio.memory.indexer import GENERIC_TERMS, unpack
 from lwc_trio.memory.postings import decode_postings, posting_count
 from lwc_trio.memory.tokenize import QueryTerm
+from lwc_trio.memory.typo_index import BoundIndex, WordIndex
 
 __all__ = [
     "CANDIDATE_FACTOR",
@@ -179,7 +180,7 @@ def _doc_freqs(
 
 
 def _corrections(
-    conn: sqlite3.Connection, vocab: Vocabulary, word: str, facts: _Facts | None = None
+    conn: sqlite3.Connection, vocab: Vocabulary | BoundIndex, word: str, facts: _Facts | None = None
 ) -> list[tuple[str, int]]:
     """`(stem, df)` standing in for an unknown query word: the nearest words' stems."""
     near = near_words(vocab, word, max_edits(word))
@@ -608,6 +609,7 @@ def search_store(
     phrase: str | None = None,
     ranking: Ranking = DEFAULT_RANKING,
     cache_key: Hashable | None = None,
+    words: Callable[[], WordIndex] | None = None,
 ) -> list[Hit]:
     """The store's best `limit` hits for `query` (non-empty), best first.
 
@@ -615,7 +617,9 @@ def search_store(
     of candidate Pages; `vocabulary()` the store's vocabulary (built once per revision, only
     when a word is unknown or the list is short); `phrase` the query's terms in order,
     space-joined (default: the distinct terms); `cache_key` names the store revision
-    (path, store_id, store_revision) whose decoded postings may be kept (`PREPARED`).
+    (path, store_id, store_revision) whose decoded postings may be kept (`PREPARED`);
+    `words()` the store revision's typo index (`typo_index.WordIndex`, a new one when None):
+    unknown words are corrected through it, reading only the words they are compared with.
     """
     facts = None if cache_key is None else FACTS.get_or_build(cache_key, _Facts)
     docs, length = _stats(conn, facts)
@@ -627,6 +631,7 @@ def search_store(
     known = _doc_freqs(conn, [qt.term for qt in query], facts)
     weighted: dict[str, tuple[float, int]] = {}
     vocab: Vocabulary | None = None
+    typos: BoundIndex | None = None
     k1p = ranking.k1 + 1.0
     for qt in query:
         qtf = qt.count if ranking.query_tf else 1
@@ -636,8 +641,8 @@ def search_store(
             weighted[qt.term] = (max(previous, weight), 1)
         elif max_edits(qt.surface) > 0:
             _check(cancelled)
-            vocab = vocab or vocabulary()
-            for stem, df in _corrections(conn, vocab, qt.surface, facts):
+            typos = typos or (WordIndex() if words is None else words()).bind(conn)
+            for stem, df in _corrections(conn, typos, qt.surface, facts):
                 weight = idf(docs, df) * qtf * k1p * ranking.correction_weight
                 if stem not in weighted:
                     weighted[stem] = (weight, 0)
