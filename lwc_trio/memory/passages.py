@@ -3,9 +3,9 @@
 `allot` chooses for all the result Pages at once: the passages of every Page are scored as
 one collection, weighted by their Page's search score, and taken best first within each Page's
 cap by rank (`caps`). A Page that fits comes whole. A longer one comes as the passages most
-relevant to the query: the body is split at Markdown headings, then at blank lines (a fenced code block
-is one passage, never split where that can be avoided; a very long paragraph is split at line
-and then sentence ends), each passage is scored with the search's own analyzer
+relevant to the query: the body is split at Markdown headings, then at blank lines (a fenced
+code block is one passage, never split where that can be avoided; a very long paragraph is
+split at line and then sentence ends), each passage is scored with the search's own analyzer
 (`tokenize.index_terms`) and BM25 with the search's non-collapsing IDF and constants
 (`search.idf`, `search.DEFAULT_RANKING`), counting its heading path as part of it, and the
 best passages that fit are returned **in document order**. A passage that does not follow the
