@@ -8,11 +8,12 @@ from hypothesis import strategies as st
 from lwc_trio.memory.passages import (
     ELISION,
     OUTLINE_MAX,
+    body_units,
+    caps,
     cost,
     estimate_tokens,
     focus,
     outline,
-    shares,
     split_passages,
 )
 from lwc_trio.memory.results import PageBody, dumps_compact, fit_pages, json_units
@@ -66,7 +67,7 @@ def test_passages_split_at_headings_then_paragraphs_and_keep_fences_whole() -> N
 
 
 def test_a_page_that_fits_comes_whole() -> None:
-    got = focus(DOC, terms("cancelled request"), cost(DOC), 15_000)
+    got = focus(DOC, terms("cancelled request"), body_units(DOC), 15_000)
     assert got.body == DOC
     assert not got.truncated
 
@@ -125,15 +126,12 @@ def test_outline_lists_headings_outside_code_capped() -> None:
     assert outline("```\n# not a heading\n```\n") == []
 
 
-def test_shares_favour_the_best_page() -> None:
-    fractions = shares(5, 10_000)
-    left = 10_000.0
-    spent = []
-    for fraction in fractions:
-        spent.append(left * fraction)
-        left -= spent[-1]
-    assert spent == sorted(spent, reverse=True)
-    assert abs(sum(spent) - 10_000) < 1e-6
+def test_caps_favour_the_best_page() -> None:
+    """Each Page's share by rank is a cap: the best may take the whole budget, later less."""
+    got = caps(5, 10_000)
+    assert got[0] == 10_000
+    assert got == sorted(got, reverse=True)
+    assert len(set(got)) == 5
 
 
 def test_a_passage_cut_short_is_never_joined_to_the_next_as_if_whole() -> None:
@@ -187,3 +185,34 @@ def test_a_cut_fence_is_closed_by_its_own_marker() -> None:
     opened = got.body.index("~~~~python")
     closing = [line for line in got.body[opened:].splitlines()[1:] if line.startswith(("~", "`"))]
     assert closing[:1] == ["~~~~"], got.body[-200:]
+
+
+def test_passages_are_chosen_across_pages_by_comparable_scores() -> None:
+    """The answer's passage sits in the sixth Page, whose search score is close to the
+    first's: it comes in, though the first Pages' weaker matches could fill the whole
+    budget (a fixed share per rank left the sixth Page too little to say anything)."""
+    first = "\n\n".join(
+        f"Release notes {i}: the release train left on time, release {i} shipped."
+        for i in range(80)
+    )
+    second = "\n\n".join(
+        [f"Storage remark {i}: disks, volumes and their quotas." for i in range(60)]
+        + ["To roll back a release run the rollback command with the previous tag."]
+        + [f"Storage remark {i}: more about quotas." for i in range(60, 120)]
+    )
+    pages = [_page(f"notes-{i}", first) for i in range(5)] + [_page("storage", second)]
+    scores = [10.0, 9.9, 9.8, 9.7, 9.6, 9.5]
+    got = fit_pages(pages, terms("how to roll back a release"), 4_000, scores)
+    bodies = {item["slug"]: item["body"] for item in got}
+    assert "To roll back a release run the rollback command" in bodies["storage"]
+    assert sum(len(dumps_compact(item)) + 1 for item in got) <= 4_000
+
+
+def test_a_page_whose_passages_match_nothing_is_left_out() -> None:
+    """A result Page none of whose passages holds a query term (it matched by title) costs
+    no entry while another Page's matching passages still fit: its metadata would say
+    nothing the result row does not."""
+    long = ("The cancellation handshake. " + FILLER + "\n\n") * 30
+    other = (FILLER + "\n\n") * 30
+    got = fit_pages([_page("a", long), _page("b", other)], terms("cancellation"), 3_000)
+    assert [item["slug"] for item in got] == ["a"]

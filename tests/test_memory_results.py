@@ -15,7 +15,7 @@ from lwc_trio.memory.results import (
     _ELLIPSIS,
     LINKS_READ,
     SNIPPET_LEAD,
-    SNIPPET_MAX,
+    SNIPPET_WINDOW,
     _in_word,
     _links,
     make_snippet,
@@ -32,7 +32,7 @@ def test_snippet_keeps_about_60_characters_before_the_match() -> None:
     snippet = make_snippet(text, at)
     assert snippet.startswith(_ELLIPSIS)
     assert snippet.endswith(_ELLIPSIS)
-    assert len(snippet) <= SNIPPET_MAX
+    assert len(snippet) <= SNIPPET_WINDOW
     before = snippet[1 : snippet.index("needle")]
     assert SNIPPET_LEAD - 12 <= len(before) <= SNIPPET_LEAD
     assert before.startswith("intro words") or before.startswith("words")
@@ -46,7 +46,7 @@ def test_snippet_cuts_on_word_boundaries() -> None:
     snippet = make_snippet(text, text.index("word100"))
     inner = snippet.strip(_ELLIPSIS)
     assert all(part in words for part in inner.split(" "))
-    assert len(snippet) <= SNIPPET_MAX
+    assert len(snippet) <= SNIPPET_WINDOW
 
 
 def test_snippet_at_the_start_and_without_a_match() -> None:
@@ -74,7 +74,7 @@ def test_cjk_snippet_keeps_context_and_bound() -> None:
     text = "数据" * 100 + "目标词" + "尾" * 300
     snippet = make_snippet(text, text.index("目标词"))
     assert "目标词" in snippet
-    assert len(snippet) <= SNIPPET_MAX
+    assert len(snippet) <= SNIPPET_WINDOW
     assert snippet.index("目标词") >= 30
 
 
@@ -91,10 +91,10 @@ TEXT = st.lists(
 def test_snippet_is_always_one_bounded_line(text: str, at: int) -> None:
     """For any text and offset: ≤ 180 characters, no line breaks, marks only where cut."""
     snippet = make_snippet(text, at)
-    assert len(snippet) <= SNIPPET_MAX
+    assert len(snippet) <= SNIPPET_WINDOW
     assert "\n" not in snippet
     flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_MAX and not snippet.startswith(_ELLIPSIS):
+    if len(flat) <= SNIPPET_WINDOW and not snippet.startswith(_ELLIPSIS):
         assert snippet == flat
 
 
@@ -147,7 +147,7 @@ def test_ascii_words_splits_like_the_analyzer_on_any_ascii(text: str) -> None:
 # line for line (so `duplicates` pairs it with lwc_trio/memory/results.py) as the oracle the
 # property test below compares the shortcut with.
 def _whole_window_snippet(text: str, at: int) -> str:
-    """`make_snippet` as it was, flattening the whole 4 × SNIPPET_MAX window every time."""
+    """`make_snippet` as it was, flattening the whole 4 × SNIPPET_WINDOW window every time."""
     text = text[:SNIPPET_SCAN]
     lead = 0
     if 0 < at <= len(text):
@@ -156,10 +156,10 @@ def _whole_window_snippet(text: str, at: int) -> str:
             lead += 1
         while 0 < lead < at and text[lead].isspace():
             lead += 1
-    window = text[lead : lead + 4 * SNIPPET_MAX]
+    window = text[lead : lead + 4 * SNIPPET_WINDOW]
     flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
-    budget = SNIPPET_MAX - len(prefix)
+    budget = SNIPPET_WINDOW - len(prefix)
     if len(flat) > budget or lead + len(window) < len(text):
         room = budget - 1
         piece = flat[:room]
@@ -216,3 +216,14 @@ def test_links_read_per_page_are_bounded_at_the_query(tmp_path: Path) -> None:
     assert wide_links == narrow_links == LINKS_READ
     assert wide <= narrow + 2
     conn.close()
+
+
+def test_snippets_are_shorter_than_the_bound_they_keep() -> None:
+    """lwc's own snippets take at most 120 characters (SPEC §2 allows 180, a stored one
+    included): eight results' snippets were a quarter of a default answer's metadata, and
+    the Page bodies already carry the matching passages."""
+    text = " ".join(f"word{i}" for i in range(200))
+    snippet = make_snippet(text, text.index("word100"))
+    assert len(snippet) <= 120
+    assert "word100" in snippet
+    assert snippet.index("word100") >= 40  # still about 60 characters before the match

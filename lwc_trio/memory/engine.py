@@ -418,11 +418,12 @@ def _ready(
     limit = q.max_documents
     rows = merge_rows(answers, limit)
     by_scope = {answer.ref.scope: answer for answer in answers if answer.error is None}
-    bodies = [
-        by_scope[row.scope].bodies[row.identifier]
+    with_body = [
+        row
         for row in rows
         if row.doc_type == "page" and row.identifier in by_scope[row.scope].bodies
     ]
+    bodies = [by_scope[row.scope].bodies[row.identifier] for row in with_body]
     seed: ResultRow | None = next(
         (
             row
@@ -461,7 +462,8 @@ def _ready(
     )
     spent += cost(dumps_compact(q.query)) + cost(dumps_compact(str(q.project_path)))
     room = q.max_tokens * UNITS_PER_TOKEN - spent
-    out["pages"] = fit_pages(bodies, [(t.term, t.count) for t in terms], room)
+    scores = [-row.rank for row in with_body]  # `rank` is lower-is-better
+    out["pages"] = fit_pages(bodies, [(t.term, t.count) for t in terms], room, scores)
     return out
 
 

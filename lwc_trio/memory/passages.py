@@ -1,9 +1,11 @@
 """Query-focused Page bodies under a size budget (SPEC §4 "Pages"). Sans-IO and pure.
 
-A Page that fits its share comes whole. A longer one comes as the passages most relevant to
-the query: the body is split at Markdown headings, then at blank lines (a fenced code block
-is one passage, never split where that can be avoided; a very long paragraph is split at line
-and then sentence ends), each passage is scored with the search's own analyzer
+`allot` chooses for all the result Pages at once: the passages of every Page are scored as
+one collection, weighted by their Page's search score, and taken best first within each Page's
+cap by rank (`caps`). A Page that fits comes whole. A longer one comes as the passages most
+relevant to the query: the body is split at Markdown headings, then at blank lines (a fenced
+code block is one passage, never split where that can be avoided; a very long paragraph is
+split at line and then sentence ends), each passage is scored with the search's own analyzer
 (`tokenize.index_terms`) and BM25 with the search's non-collapsing IDF and constants
 (`search.idf`, `search.DEFAULT_RANKING`), counting its heading path as part of it, and the
 best passages that fit are returned **in document order**. A passage that does not follow the
@@ -36,11 +38,15 @@ __all__ = [
     "UNITS_PER_TOKEN",
     "Focused",
     "Passage",
+    "Slot",
+    "allot",
+    "body_units",
+    "caps",
     "cost",
     "estimate_tokens",
     "focus",
     "outline",
-    "shares",
+    "priors",
     "split_passages",
 ]
 
@@ -273,19 +279,19 @@ def _intro(path: tuple[str, ...]) -> str:
 
 def _cut_to(text: str, room: int, code: bool) -> str | None:
     """The longest prefix of `text` ending at a line end (else a word end) whose cost with a
-    closing `…` (a closing fence for code) is at most `room`; None when under
+    closing `…` (a closing fence for code) is at most `room` (`body_units`); None when under
     `MIN_PASSAGE` characters."""
     # A cut fence is closed by its own marker (`~~~`, four backticks...), or the rest of the
     # answer would render as code.
     opening = _FENCE.match(text) if code else None
     tail = f"\n{opening.group(1)}" if opening else ("\n```" if code else " …")
-    limit = room - cost(tail)
+    limit = room - body_units(tail)
     if limit < MIN_PASSAGE:
         return None
     # Cost is at least one unit a character: the first `limit` characters bound the search.
     piece = text[:limit]
-    while piece and cost(piece) > limit:
-        piece = piece[: max(len(piece) - max((cost(piece) - limit) // 3, 1), 0)]
+    while piece and body_units(piece) > limit:
+        piece = piece[: max(len(piece) - max((body_units(piece) - limit) // 3, 1), 0)]
     cut = piece.rfind("\n")
     if cut < MIN_PASSAGE and not code:
         cut = piece.rfind(" ")
@@ -330,59 +336,181 @@ def _render(body: str, passages: Sequence[Passage], chosen: dict[int, str]) -> s
 
 
 def focus(body: str, query: Sequence[tuple[str, int]], room: int, cap: int) -> Focused:
-    """`body` whole when it costs at most `room` units and has at most `cap` characters;
-    else its best passages for `query` (`(term, count)` pairs, as `tokenize.parse_query`
-    gives) within both, in document order. Deterministic; pure."""
-    whole = cost(body)
-    if whole <= room and len(body) <= cap:
-        return Focused(body, False, whole)
-    passages, docs, lengths = _analyzed(body)
-    if not passages or room <= 0 or cap <= 0:
-        return Focused("", True, 0)
-    scores = _scores(docs, lengths, query)
-    # Best first; ties (and passages that match nothing) in document order.
-    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
-    if scores[order[0]] <= 0.0:
-        order = list(range(len(passages)))  # no term matches: the Page from its start
-    chosen: dict[int, str] = {}
-    spent_units = 0
-    spent_chars = 0
+    """`body` alone (as the only Page of an answer, no entry around it) within `room` cost
+    units and `cap` characters: whole when it fits, else its best passages for `query`
+    (`(term, count)` pairs, as `tokenize.parse_query` gives) in document order (`allot`)."""
+    got = allot([Slot(body, 1.0, room, cap, 0, 0, True)], query, room, cap)[0]
+    return got if got is not None else Focused("", True, 0)
+
+
+@attrs.frozen
+class Slot:
+    """One result Page as `allot` sees it, in result order."""
+
+    body: str
+    """Its text (as read: up to `FOCUS_SCAN` characters)."""
+    prior: float
+    """Its weight from the search's ranking, 1.0 for the best Page (see `priors`)."""
+    cap: int
+    """The most cost units its body may take: its share by rank."""
+    chars: int
+    """The most characters its body may have (LWC's caps)."""
+    entry: int
+    """Cost units of its entry without a body, when it comes whole."""
+    cut_entry: int
+    """Cost units of its entry without a body, when it is truncated (outline, `more`)."""
+    whole: bool
+    """`body` is the whole Page, so it may come whole."""
+
+
+def priors(scores: Sequence[float]) -> list[float]:
+    """Each result Page's weight from its search score (higher is better, `-rank`): its
+    score over the best one's, so a Page nearly as good as the first weighs nearly as
+    much. A score that is not positive (a title-only fuzzy fill-up, or no scores at all)
+    weighs 1 / (rank + 1) instead. Tuned on SQuAD (docs/memory.md): an exponent of 1 on
+    the ratio beat 0.5, 1.5 and 3, and beat weights by position alone."""
+    top = scores[0] if scores else 0.0
+    return [
+        min(s / top, 1.0) if top > 0.0 and s > 0.0 else 1.0 / (i + 1) for i, s in enumerate(scores)
+    ]
+
+
+def caps(count: int, room: int) -> list[int]:
+    """The most cost units the Page at each rank may take, its share by rank: rank i (from
+    0) at most room / (i + 1), so the best Page may take the whole budget and each later
+    one less (SPEC §4: each Page gets a share by rank, the best the most)."""
+    return [room // (i + 1) for i in range(count)]
+
+
+def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> list[list[float]]:
+    """BM25 of every passage of every Page for `query`, all the Pages' passages one
+    collection (IDF and mean length across them, so scores compare across Pages; scoring
+    each Page's passages alone did worse on SQuAD), split back by Page."""
+    docs = [d for a in analyses for d in a[1]]
+    lengths = [n for a in analyses for n in a[2]]
+    flat = _scores(docs, lengths, query)
+    out = []
+    at = 0
+    for a in analyses:
+        out.append(flat[at : at + len(a[0])])
+        at += len(a[0])
+    return out
+
+
+def body_units(text: str) -> int:
+    """What `text` adds to its entry as a JSON string value beyond an empty one: its cost
+    with each quote and backslash escaped once more (`passages.cost` counts a text as it
+    sits inside a JSON string; the entry's own encoding escapes it again)."""
+    extra = 2 * (text.count('"') + text.count("\\"))
+    if not text.isprintable():
+        extra += len(_CONTROL.findall(text))
+    return cost(text) + extra
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def allot(
+    slots: Sequence[Slot], query: Sequence[tuple[str, int]], room: int, chars: int
+) -> list[Focused | None]:
+    """What of each Page goes into the answer, within `room` cost units and `chars`
+    characters in all (entries included, as `Slot` counts them): None for a Page left out.
+
+    Every passage of every Page is scored for `query` against the passages of all of them
+    (one collection: the scores compare across Pages), times its Page's `prior`; the best
+    are taken first while the answer and the Page's `cap` hold them. A Page that is whole
+    in `body` and fits its cap (or costs at most `WHOLE_FLOOR`) is one candidate, scored as
+    its best passage, and comes whole when its turn comes and it fits. A Page whose passages
+    match nothing offers them in document order, after every match. Deterministic; pure."""
+    analyses = [_analyzed(slot.body) for slot in slots]
+    scores = _pooled(analyses, query)
+    # (score, page, passage); passage -1 is the whole Page, tried before its passages.
+    candidates: list[tuple[float, int, int]] = []
+    for i, slot in enumerate(slots):
+        page_scores = scores[i]
+        best = max(page_scores, default=0.0)
+        if slot.whole and len(slot.body) <= slot.chars:
+            candidates.append((best * slot.prior, i, -1))
+        if best > 0.0:
+            candidates.extend((s * slot.prior, i, j) for j, s in enumerate(page_scores) if s)
+        else:
+            candidates.extend((0.0, i, j) for j in range(len(page_scores)))
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+    left, chars_left = room, chars
+    whole: set[int] = set()
+    chosen: dict[int, dict[int, str]] = {}
+    used = [0] * len(slots)
+    used_chars = [0] * len(slots)
     overhead = cost(_GAP) + 2  # a separator (or the final marker) and the path's quoting
-    for index in order:
-        if chosen and scores[index] <= 0.0:
-            break  # the rest matches nothing: the room is not worth its tokens
-        passage = passages[index]
-        text = body[passage.start : passage.end]
-        extra = cost(_intro(passage.path)) + overhead
-        left_units = room - spent_units - extra
-        left_chars = cap - spent_chars - len(_intro(passage.path)) - len(_GAP) * 2
-        if left_units < MIN_PASSAGE or left_chars < MIN_PASSAGE:
+    for _score, i, j in candidates:
+        if left < MIN_PASSAGE:
             break
-        units = cost(text)
+        slot = slots[i]
+        if i in whole:
+            continue
+        if j < 0:
+            units = body_units(slot.body)
+            fits = (units <= slot.cap or units <= WHOLE_FLOOR) and units + slot.entry <= left
+            if fits and len(slot.body) <= chars_left:
+                whole.add(i)
+                left -= units + slot.entry
+                chars_left -= len(slot.body)
+            continue
+        passage = analyses[i][0][j]
+        entry = slot.cut_entry if i not in chosen else 0
+        intro = _intro(passage.path)
+        extra = cost(intro) + overhead
+        left_units = min(slot.cap - used[i], left - entry) - extra
+        left_chars = min(slot.chars - used_chars[i], chars_left) - len(intro) - 2 * len(_GAP)
+        if left_units < MIN_PASSAGE or left_chars < MIN_PASSAGE:
+            continue
+        text = slot.body[passage.start : passage.end]
+        units = body_units(text)
         if units > left_units or len(text) > left_chars:
-            if passage.code and chosen:
+            if passage.code and i in chosen:
                 continue  # never cut inside a fence when another passage can go instead
             piece = _cut_to(text, min(left_units, left_chars), passage.code)
             if piece is None:
                 continue
-            text, units = piece, cost(piece)
-        chosen[index] = text
-        spent_units += units + extra
-        spent_chars += len(text) + len(_intro(passage.path)) + len(_GAP)
-    rendered = _render(body, passages, chosen)
-    # The estimate above counts every separator at its largest: the result always fits;
-    # should rounding still overshoot, drop the lowest-scored passages.
-    while chosen and (cost(rendered) > room or len(rendered) > cap):
-        worst = min(chosen, key=lambda i: (scores[i], -i))
-        del chosen[worst]
-        rendered = _render(body, passages, chosen)
-    return Focused(rendered, True, cost(rendered))
+            text, units = piece, body_units(piece)
+        chosen.setdefault(i, {})[j] = text
+        used[i] += units + extra
+        used_chars[i] += len(text) + len(intro) + len(_GAP)
+        left -= units + extra + entry
+        chars_left -= len(text) + len(intro) + len(_GAP)
+    rendered = {i: _render(slots[i].body, analyses[i][0], picked) for i, picked in chosen.items()}
+
+    def over() -> bool:
+        units = sum(slots[i].entry + body_units(slots[i].body) for i in whole)
+        units += sum(slots[i].cut_entry + body_units(text) for i, text in rendered.items())
+        size = sum(len(slots[i].body) for i in whole) + sum(map(len, rendered.values()))
+        return (
+            units > room
+            or size > chars
+            or any(len(text) > slots[i].chars for i, text in rendered.items())
+        )
+
+    # The estimate above counts every separator at its largest: the answer always fits;
+    # should the whitespace between passages still overshoot, drop the lowest-scored ones.
+    while rendered and over():
+        _s, i, j = min((scores[i][j] * slots[i].prior, -i, -j) for i in chosen for j in chosen[i])
+        i, j = -i, -j
+        del chosen[i][j]
+        if chosen[i]:
+            rendered[i] = _render(slots[i].body, analyses[i][0], chosen[i])
+        else:
+            del chosen[i], rendered[i]
+    return [
+        Focused(slot.body, False, body_units(slot.body))
+        if i in whole
+        else Focused(rendered[i], True, body_units(rendered[i]))
+        if i in rendered
+        else None
+        for i, slot in enumerate(slots)
+    ]
 
 
-def shares(count: int, budget: int) -> list[float]:
-    """The fraction of what is left that the Page at each rank may use: rank i (from 0)
-    weighs 1 / (i + 1)², so the best Page gets most (tuned on SQuAD: the first result is
-    the gold article for 95 % of its questions); a Page that uses less leaves the rest
-    to those after it (`focus` callers spend shares in order)."""
-    weights = [1.0 / (i + 1) ** 2 for i in range(count)]
-    return [weights[i] / sum(weights[i:]) for i in range(count)] if budget > 0 else []
+WHOLE_FLOOR = 2_000
+"""A Page body of at most this many cost units (about 500 tokens: a glossary, a short note)
+comes whole when its turn comes and the budget left holds it, whatever its cap: cut to a
+few hundred characters it would say less and cost a follow-up read."""

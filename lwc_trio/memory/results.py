@@ -2,9 +2,9 @@
 
 Sources never carry their content: their only text in an answer is the ≤ 180-character snippet.
 A Page body is read up to its first `FOCUS_SCAN` characters (SQLite counts characters, so
-the cut is in code points and CJK-safe); after the merge, `fit_pages` gives each Page its share
-of the answer's budget by rank and cuts a longer body to its passages most relevant to the
-query (`passages.py`), within LWC's caps (15,000 characters a body, 60,000 in all).
+the cut is in code points and CJK-safe); after the merge, `fit_pages` chooses the passages most
+relevant to the query across the result Pages (`passages.allot`), each Page capped by its rank,
+within LWC's caps (15,000 characters a body, 60,000 in all).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import attrs
 
 from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
-from lwc_trio.memory.passages import Focused, cost, focus, outline, shares
+from lwc_trio.memory.passages import Slot, allot, cost, outline, priors
+from lwc_trio.memory.passages import caps as page_caps
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
 from lwc_trio.memory.tokenize import is_cjk
@@ -31,6 +32,7 @@ __all__ = [
     "PAGES_TOTAL_CAP",
     "PAGE_BODY_CAP",
     "SNIPPET_MAX",
+    "SNIPPET_WINDOW",
     "PageBody",
     "ResultRow",
     "WholeQuery",
@@ -43,6 +45,12 @@ __all__ = [
 ]
 
 SNIPPET_MAX = 180
+"""The longest snippet a result may carry (SPEC §2), a stored one included (`bounds.py`)."""
+SNIPPET_WINDOW = 120
+"""The snippets lwc makes: at most this many characters, about 60 before the match and 60
+after. Eight results' 180-character snippets were a quarter of a default answer's metadata
+(SQuAD, `scripts/bench answers`: 1,105 → 1,012 tokens of metadata at 120, the answers found in
+bodies or snippets 97.2 % → 97.0 %), and the Page bodies carry the matching passages."""
 SNIPPET_LEAD = 60
 """Characters of context kept before the match (as LWC), to the next word boundary."""
 PAGE_BODY_CAP = 15_000
@@ -54,10 +62,6 @@ PAGES_TOTAL_CAP = 60_000
 MIN_SHARE = 240
 """A Page whose share of the budget (after its other fields) is under this many cost units
 is left out, with every Page after it: a body that short would say nothing."""
-WHOLE_FLOOR = 2_000
-"""A Page body of at most this many cost units (about 500 tokens: a glossary, a short note)
-comes whole whenever the budget left holds it, whatever its rank's share: cut to a few
-hundred characters it would say less and cost a follow-up read."""
 RANK_DIGITS = 6
 """`rank` is written rounded to this many decimals (the order was decided unrounded)."""
 
@@ -202,7 +206,7 @@ def _whole_match(text: str, whole: WholeQuery, low: str | None = None) -> int:
 
 
 def make_snippet(text: str, at: int, whole: WholeQuery | None = None) -> str:
-    """At most `SNIPPET_MAX` characters of `text` around a match, on one line.
+    """At most `SNIPPET_WINDOW` characters of `text` around a match, on one line.
 
     The window starts about `SNIPPET_LEAD` characters before the first match of the whole
     query (`whole`), else before `at` (the first matching term, stored at write time; -1:
@@ -234,13 +238,13 @@ def _window(text: str, at: int) -> str:
             lead += 1
     # Half the window first: its flattened text is a prefix of the whole window's, so once
     # it is longer than the budget the snippet below is the same (most texts).
-    window = text[lead : lead + 2 * SNIPPET_MAX]
+    window = text[lead : lead + 2 * SNIPPET_WINDOW]
     flat = " ".join(window.split())
-    if len(flat) <= SNIPPET_MAX:
-        window = text[lead : lead + 4 * SNIPPET_MAX]
+    if len(flat) <= SNIPPET_WINDOW:
+        window = text[lead : lead + 4 * SNIPPET_WINDOW]
         flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
-    budget = SNIPPET_MAX - len(prefix)
+    budget = SNIPPET_WINDOW - len(prefix)
     if len(flat) > budget or lead + len(window) < len(text):
         room = budget - 1
         piece = flat[:room]
@@ -467,18 +471,22 @@ LINKS_READ = 65
 
 
 def fit_pages(
-    ordered: Sequence[PageBody], terms: Sequence[tuple[str, int]], room: int
+    ordered: Sequence[PageBody],
+    terms: Sequence[tuple[str, int]],
+    room: int,
+    scores: Sequence[float] = (),
 ) -> list[dict[str, Any]]:
     """`pages` in result order, as `_fit_pages` gives them; kept for the last `FITTED_MAX`
     inputs (an agent asks again; the Pages are frozen values of one store revision), handed
     out as copies the caller may change."""
-    key = (tuple(ordered), tuple(terms), room)
+    scores = tuple(scores) or tuple(1.0 / (i + 1) for i in range(len(ordered)))
+    key = (tuple(ordered), tuple(terms), room, scores)
     with _FITTED_LOCK:
         fitted = _FITTED.get(key)
         if fitted is not None:
             _FITTED.move_to_end(key)
     if fitted is None:
-        fitted = tuple(_fit_pages(ordered, terms, room))
+        fitted = tuple(_fit_pages(ordered, terms, room, scores))
         size = sum(len(item["body"]) for item in fitted)
         with _FITTED_LOCK:
             global _fitted_size
@@ -496,73 +504,80 @@ FITTED_BUDGET = 4_000_000
 """Fitted answers kept: as many as the engine's answers (`engine.ANSWERS_MAX`), their bodies
 at most this many characters together (whole bodies are the Pages' own strings)."""
 _FITTED: collections.OrderedDict[
-    tuple[tuple[PageBody, ...], tuple[tuple[str, int], ...], int], tuple[dict[str, Any], ...]
+    tuple[tuple[PageBody, ...], tuple[tuple[str, int], ...], int, tuple[float, ...]],
+    tuple[dict[str, Any], ...],
 ] = collections.OrderedDict()
 _FITTED_LOCK = threading.Lock()
 _fitted_size = 0
 
 
 def _fit_pages(
-    ordered: Sequence[PageBody], terms: Sequence[tuple[str, int]], room: int
+    ordered: Sequence[PageBody],
+    terms: Sequence[tuple[str, int]],
+    room: int,
+    scores: Sequence[float],
 ) -> list[dict[str, Any]]:
     """`pages` in result order, within `room` cost units (`passages.cost`) and LWC's caps.
 
-    Each Page gets a share of what is left by its rank (`passages.shares`: the best gets
-    most; what a Page does not use goes to those after it). A body that fits its share comes
-    whole; a longer one comes as its passages most relevant to `terms` (`passages.focus`),
-    with its outline. A body of at most `WHOLE_FLOOR` units comes whole whenever what is
-    left holds it, past its share. Each body has at most `PAGE_BODY_CAP` characters, all
-    together at most `PAGES_TOTAL_CAP`. Once a share is too small to say anything, later
-    Pages are omitted.
+    A follow-up read's entries are cut in turn (`_fit_continued`). Otherwise `passages.allot`
+    chooses across the Pages: each gets a cap by rank (`passages.caps`: the best the most)
+    and a prior from its search score (`passages.priors`); the best passages of all of them
+    go first. A body that fits comes whole; a longer one comes as its chosen passages, with
+    its outline and `more`. Each body has at most `PAGE_BODY_CAP` characters, all together
+    at most `PAGES_TOTAL_CAP`. A Page that gets nothing is left out.
     """
+    if any(page.offset >= 0 for page in ordered):
+        return _fit_continued(ordered, room)
+    caps = page_caps(len(ordered), room)
+    weights = priors(scores)
+    slots: list[Slot] = []
+    heads: list[list[str]] = []
+    for page, cap, prior in zip(ordered, caps, weights, strict=True):
+        outline_ = outline(page.head) if page.head else []
+        whole = page.offset < 0 and len(page.head) == page.length
+        # The entry without its body ("" costs 4 units), and the comma before the next.
+        bare = page.to_json("", False)
+        bare["truncated"] = page.cut
+        entry = cost(dumps_compact(bare)) - 4 + 1
+        cut_entry = cost(dumps_compact(_cut_entry(page, "", outline_))) - 4 + 1
+        heads.append(outline_)
+        slots.append(Slot(page.head, prior, cap, PAGE_BODY_CAP, entry, cut_entry, whole))
+    chosen = allot(slots, terms, room, PAGES_TOTAL_CAP)
+    out: list[dict[str, Any]] = []
+    for page, focused, outline_ in zip(ordered, chosen, heads, strict=True):
+        if focused is None:
+            continue
+        if focused.truncated:
+            out.append(_cut_entry(page, focused.body, outline_))
+        else:
+            out.append(page.to_json(focused.body, False))
+    return out
+
+
+def _cut_entry(page: PageBody, body: str, heads: list[str]) -> dict[str, Any]:
+    """A query-focused Page's entry: its outline and the call that reads it whole."""
+    item = page.to_json(body, True, heads)
+    item["more"] = f"[[{page.slug}]]"
+    return item
+
+
+def _fit_continued(ordered: Sequence[PageBody], room: int) -> list[dict[str, Any]]:
+    """A follow-up read's entries in turn, each within what is left (SPEC §4: the
+    documented follow-up call reads a Page whole or continues it)."""
     chars = PAGES_TOTAL_CAP
     left = room
     out: list[dict[str, Any]] = []
-    for page, fraction in zip(ordered, shares(len(ordered), room), strict=False):
-        # Its other fields, the comma between entries and a `more` call.
-        meta = cost(dumps_compact(page.to_json("", False)))
-        base = meta + len(page.slug) + 16
-        share = int(left * fraction) - base
+    for page in ordered:
+        base = cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
+        share = left - base - len(',"more":""') - len(page.slug) - 16
         cap = min(PAGE_BODY_CAP, chars)
-        units = -1  # the whole body's cost, when it could come whole
-        if page.offset < 0 and len(page.head) == page.length and len(page.head) <= cap:
-            units = cost(page.head)
-            # A short Page comes whole while the budget holds it, even past its share.
-            if units <= WHOLE_FLOOR and units <= left - base - 1:
-                share = max(share, units)
         if share < MIN_SHARE or cap <= 0:
             break
-        if page.offset >= 0:
-            entry = _continued(page, share - len(',"more":""') - len(page.slug) - 16, cap)
-            if entry is not None:
-                out.append(entry)
-                chars -= len(entry["body"])
-                left -= base + cost(dumps_compact(entry))
-            continue
-        heads: list[str] = []
-        extra = ""  # what the entry adds after `truncated`
-        if 0 <= units <= share:
-            focused = Focused(page.head, False, units)
-        else:
-            heads = outline(page.head)
-            if heads:
-                extra = ',"outline":' + dumps_compact(heads)
-                share -= cost(extra)
-            focused = focus(page.head, terms, share, cap)
-            if not focused.body and page.length:
-                continue  # nothing of it fits its share: the next Page may
-            if not focused.truncated and units >= 0:
-                heads, extra = [], ""
-        item = page.to_json(focused.body, focused.truncated, heads)
-        if item["truncated"]:
-            item["more"] = f"[[{page.slug}]]"
-            extra += ',"more":' + dumps_compact(item["more"])
-        out.append(item)
-        chars -= len(focused.body)
-        # The entry's cost without encoding its body again: its fields as counted in
-        # `meta`, the body's JSON string for `""`, the `truncated` value's length, the rest.
-        flip = item["truncated"] != (page.cut or page.length > 0)
-        left -= meta - 4 + json_units(focused.body) + (1 if flip else 0) + cost(extra) + 1
+        entry = _continued(page, share, cap)
+        if entry is not None:
+            out.append(entry)
+            chars -= len(entry["body"])
+            left -= base + cost(dumps_compact(entry))
     return out
 
 
