@@ -275,7 +275,7 @@ def test_ctrl_c_during_page_import_says_what_was_kept(
     term = Terminal(["page", "import", "pages.jsonl", "--batch", "100"], workspace, lwc_env)
     term.read_until(f"/{total}".encode())  # the first batch is committed
     term.send(b"\x03")
-    assert term.wait() == 130
+    assert term.wait() == 130, term.text
     shown = term.text
     assert "Interrupted: " in shown, shown
     assert " of 30,000 pages written.\nRun the same command again to finish.\n" in shown, shown
@@ -287,6 +287,42 @@ def test_ctrl_c_during_page_import_says_what_was_kept(
     again = ok_json(["page", "import", "pages.jsonl"], workspace, lwc_env)
     assert again["created"] == total - written
     assert again["unchanged"] == written
+
+
+def _blocked_in_write(pid: int) -> bool:
+    """Whether process `pid` sits in write(2) (Linux: /proc/PID/syscall's first field)."""
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] == "1"
+
+
+@pytest.mark.skipif(not Path("/proc/self/syscall").exists(), reason="needs Linux /proc")
+def test_ctrl_c_while_the_progress_bar_is_being_written(
+    workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """The Ctrl-C lands while lwc is inside a write of its progress bar (the terminal is not
+    being read, so the write blocks): the handler's notice must not re-enter that write
+    (Python raises "reentrant call" and lwc died with a traceback, exit 1)."""
+    ok_json(["init"], workspace, lwc_env)
+    total = 20_000
+    with (workspace / "pages.jsonl").open("w", encoding="utf-8") as handle:
+        for index in range(total):
+            handle.write(json.dumps({"slug": f"p-{index}", "title": "T", "body": "b"}) + "\n")
+    term = Terminal(["page", "import", "pages.jsonl", "--batch", "1"], workspace, lwc_env)
+    term.read_until(f"/{total}".encode())
+    deadline = time.monotonic() + 60
+    while not _blocked_in_write(term.pid):  # stop reading until the terminal's buffer is full
+        assert time.monotonic() < deadline, "lwc never blocked writing to its terminal"
+        time.sleep(0.05)
+    time.sleep(0.2)
+    assert _blocked_in_write(term.pid)
+    term.send(b"\x03")
+    code = term.wait()
+    assert "reentrant call" not in term.text, term.text[-3000:]
+    assert code == 130, term.text[-3000:]
+    assert " pages written.\nRun the same command again to finish.\n" in term.text
 
 
 def test_ctrl_c_while_reading_stdin_writes_nothing(wiki: Path, lwc_env: dict[str, str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -170,7 +171,12 @@ class _StopAfterBatch:
             self.exact = False  # a batch may commit as this exception unwinds
             raise KeyboardInterrupt
         self.requested = True
-        notice("\nStopping after the current batch (Ctrl-C again to stop at once)…")
+        # The handler may run inside a `sys.stderr.write` (the progress bar): writing
+        # through the same buffered stream again raises "reentrant call", so this line
+        # goes to the descriptor directly.
+        if sys.stderr.isatty():
+            text = "\nStopping after the current batch (Ctrl-C again to stop at once)…\n"
+            os.write(sys.stderr.fileno(), text.encode("utf-8", "replace"))
 
     def __call__(self, done: int, total: int) -> None:
         self.progress(done, total)
