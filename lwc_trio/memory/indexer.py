@@ -23,11 +23,10 @@ from typing import Any, NamedTuple
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.postings import (
     MAX_VALUE,
-    Columns,
+    decode_batch,
     decode_postings,
     encode_batch,
     encode_postings,
-    posting_count,
 )
 from lwc_trio.memory.tokenize import (
     STOP_WORDS,
@@ -369,9 +368,19 @@ def _grouped_numpy(
     return terms, counts.tolist(), blobs
 
 
+MERGE_CHUNK = 8 * 1024 * 1024
+"""Bytes of segment rows a merge reads before it writes them back merged: a bulk write
+crowds most of its terms at once, and their postings together would be the whole index."""
+
+
 def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
     """Merge the segments of each of `terms` that has more than `MAX_SEGMENTS` into one,
-    without the postings of documents that are gone."""
+    without the postings of documents that are gone.
+
+    A bulk write's batches are alike, so its common terms all cross the bound at the same
+    write: the crowded terms' rows are read a chunk at a time, in term order, and a chunk of
+    `VECTOR_POSTINGS` postings or more is merged with numpy, every term of it at once
+    (`_merge_many`); a smaller one term by term (`_merge_one`). Both write the same rows."""
     crowded: list[str] = []
     for start in range(0, len(terms), 500):
         chunk = terms[start : start + 500]
@@ -385,51 +394,169 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
         )
     if not crowded:
         return
-    live = {int(row[0]) for row in conn.execute("SELECT doc_id FROM search_docs")}
-    live_ids: Any = None
-    for term in crowded:
-        rows = conn.execute(
-            "SELECT seg, postings, heads FROM search_segments WHERE term = ? ORDER BY seg",
-            (term,),
-        ).fetchall()
-        heads: list[int] = []
-        segments: list[Columns] = []
-        for _seg, blob, head_blob in rows:
-            if not isinstance(head_blob, bytes):
+    live = _LiveDocs(conn)
+    pending: list[tuple[str, int, bytes, bytes]] = []
+    size = 0
+    for start in range(0, len(crowded), 500):
+        chunk = crowded[start : start + 500]
+        for term, seg, blob, head_blob in conn.execute(
+            "SELECT term, seg, postings, heads FROM search_segments "
+            f"WHERE term IN ({','.join('?' * len(chunk))}) ORDER BY term, seg",
+            chunk,
+        ):
+            if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):
                 raise sqlite3.DatabaseError("the search index holds invalid postings")
-            segments.append(decode_postings(blob, vectorized=posting_count(blob) >= 64))
-            heads.extend(d for d in unpack(head_blob) if d in live)
-        if sum(len(columns[0]) for columns in segments) >= VECTOR_POSTINGS:
-            np = _numpy()
-            if live_ids is None:
-                live_ids = np.asarray(sorted(live), dtype=np.int32)
-            joined = [
-                np.concatenate([np.frombuffer(columns[k], np.int32) for columns in segments])
-                for k in range(4)
-            ]
-            keep = np.isin(joined[0], live_ids)
-            ids, tws, dls, firsts = (column[keep] for column in joined)
-            count = len(ids)
-            ascending = count < 2 or bool((ids[1:] > ids[:-1]).all())
-            blob = encode_batch([count], ids, tws, dls, firsts)[0] if count else b""
-        else:
-            merged: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
-            for columns in segments:
-                keep_at = [i for i, doc_id in enumerate(columns[0]) if doc_id in live]
-                for into, column in zip(merged, columns, strict=True):
-                    into.extend(map(column.__getitem__, keep_at))
-            count = len(merged[0])
-            ascending = not any(map(operator.ge, merged[0][:-1], merged[0][1:]))
-            blob = encode_postings(*merged) if count else b""
-        if not ascending:
+            if size >= MERGE_CHUNK and term != pending[-1][0]:
+                _merge_rows(conn, pending, live)
+                pending, size = [], 0
+            pending.append((str(term), int(seg), blob, head_blob))
+            size += len(blob) + len(head_blob)
+    _merge_rows(conn, pending, live)
+
+
+class _LiveDocs:
+    """The ids of the documents in the index, read once per merge, as a set or as a sorted
+    numpy array, whichever the merge path asks for first."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._ids: array[int] | None = None
+        self._set: set[int] | None = None
+        self._array: Any = None
+
+    def ids(self) -> array[int]:
+        if self._ids is None:
+            self._ids = array("i", [row[0] for row in self.conn.execute(
+                "SELECT doc_id FROM search_docs ORDER BY doc_id"
+            )])  # fmt: skip
+        return self._ids
+
+    def as_set(self) -> set[int]:
+        if self._set is None:
+            self._set = set(self.ids())
+        return self._set
+
+    def as_array(self) -> Any:
+        if self._array is None:
+            self._array = _numpy().frombuffer(self.ids(), dtype=_numpy().int32)
+        return self._array
+
+
+def _merge_rows(
+    conn: sqlite3.Connection, rows: list[tuple[str, int, bytes, bytes]], live: _LiveDocs
+) -> None:
+    """Merge `rows` (every segment of each term among them, by term and seg)."""
+    if not rows:
+        return
+    # About 7 bytes a posting (`postings.py`): the choice of path, not the result.
+    if sum(len(blob) for _t, _s, blob, _h in rows) >= 7 * VECTOR_POSTINGS:
+        merged = _merge_many(rows, live.as_array())
+    else:
+        merged = []
+        begin = 0
+        for end in range(1, len(rows) + 1):
+            if end == len(rows) or rows[end][0] != rows[begin][0]:
+                merged.append(_merge_one(rows[begin:end], live.as_set()))
+                begin = end
+    # The merged row takes the place of the term's first one; the others go.
+    conn.executemany(
+        "UPDATE search_segments SET postings = ?, heads = ? WHERE term = ? AND seg = ?",
+        [(blob, heads, term, seg) for term, seg, blob, heads in merged if blob],
+    )
+    conn.executemany(
+        "DELETE FROM search_segments WHERE term = ? AND seg > ?",
+        [(term, seg) for term, seg, blob, _h in merged if blob],
+    )
+    conn.executemany(
+        "DELETE FROM search_segments WHERE term = ?",
+        [(term,) for term, _s, blob, _h in merged if not blob],
+    )
+    conn.executemany(
+        "UPDATE search_terms SET segs = ? WHERE term = ?",
+        [(1 if blob else 0, term) for term, _s, blob, _h in merged],
+    )
+
+
+def _merge_one(
+    rows: list[tuple[str, int, bytes, bytes]], live: set[int]
+) -> tuple[str, int, bytes, bytes]:
+    """One term's segments merged (plain Python): (term, first seg, postings, heads); the
+    postings are b"" when no document of the term is left."""
+    heads: list[int] = []
+    merged: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+    for _term, _seg, blob, head_blob in rows:
+        columns = decode_postings(blob)
+        keep_at = [i for i, doc_id in enumerate(columns[0]) if doc_id in live]
+        for into, column in zip(merged, columns, strict=True):
+            into.extend(map(column.__getitem__, keep_at))
+        heads.extend(d for d in unpack(head_blob) if d in live)
+    if any(map(operator.ge, merged[0][:-1], merged[0][1:])):
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    blob = encode_postings(*merged) if merged[0] else b""
+    return rows[0][0], rows[0][1], blob, pack(heads)
+
+
+def _merge_many(
+    rows: list[tuple[str, int, bytes, bytes]], live_ids: Any
+) -> list[tuple[str, int, bytes, bytes]]:
+    """`_merge_one` for every term of `rows` at once, with numpy: the same rows."""
+    np = _numpy()
+    firsts_of_term = [i for i in range(len(rows)) if i == 0 or rows[i][0] != rows[i - 1][0]]
+    terms = len(firsts_of_term)
+    row_term = np.repeat(
+        np.arange(terms), np.diff(np.asarray([*firsts_of_term, len(rows)], dtype=np.int64))
+    )
+    counts, ids, tws, dls, firsts = decode_batch([row[2] for row in rows])
+    term_of = np.repeat(row_term, counts)
+    keep = _isin_sorted(ids, live_ids)
+    term_of, ids, tws, dls, firsts = (a[keep] for a in (term_of, ids, tws, dls, firsts))
+    same_term = term_of[1:] == term_of[:-1]
+    if bool((same_term & (ids[1:] <= ids[:-1])).any()):
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    kept = np.bincount(term_of, minlength=terms)
+    present = np.flatnonzero(kept)
+    blobs = [b""] * terms
+    sizes = kept[present]
+    ends = np.cumsum(sizes)
+    first_term = 0
+    while first_term < len(present):
+        begin = int(ends[first_term] - sizes[first_term])
+        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
+        end = int(ends[last - 1])
+        encoded = encode_batch(
+            sizes[first_term:last], ids[begin:end], tws[begin:end], dls[begin:end],
+            firsts[begin:end],
+        )  # fmt: skip
+        for at, blob in zip(present[first_term:last].tolist(), encoded, strict=True):
+            blobs[at] = blob
+        first_term = last
+    # Heads: every row's ids in row order, the live ones kept, packed per term.
+    head_lengths = []
+    for _term, _seg, _blob, head_blob in rows:
+        if len(head_blob) % 4:
             raise sqlite3.DatabaseError("the search index holds invalid postings")
-        conn.execute("DELETE FROM search_segments WHERE term = ?", (term,))
-        if count:
-            conn.execute(
-                "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
-                (term, int(rows[0][0]), blob, pack(heads)),
-            )
-        conn.execute("UPDATE search_terms SET segs = ? WHERE term = ?", (1 if count else 0, term))
+        head_lengths.append(len(head_blob) // 4)
+    head_ids = np.frombuffer(b"".join(row[3] for row in rows), dtype="<i4")
+    head_term = np.repeat(row_term, np.asarray(head_lengths, dtype=np.int64))
+    live_heads = _isin_sorted(head_ids, live_ids)
+    head_ids, head_term = head_ids[live_heads], head_term[live_heads]
+    head_ends = np.cumsum(np.bincount(head_term, minlength=terms)).tolist()
+    head_data = head_ids.astype("<i4").tobytes()
+    out = []
+    begin = 0
+    for t, at in enumerate(firsts_of_term):
+        out.append((rows[at][0], rows[at][1], blobs[t], head_data[4 * begin : 4 * head_ends[t]]))
+        begin = head_ends[t]
+    return out
+
+
+def _isin_sorted(values: Any, sorted_ids: Any) -> Any:
+    """Which of `values` are in `sorted_ids` (ascending), as a boolean array."""
+    np = _numpy()
+    if not len(sorted_ids):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
+    return sorted_ids[at] == values
 
 
 def unindex_doc(
