@@ -23,8 +23,7 @@ from conftest_memory import ask, new_project, new_store, page, put_pages
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from lwc_trio.memory import engine, fuzzy, search
-from lwc_trio.memory.cache import BuildOnce
+from lwc_trio.memory import engine, fuzzy, search, typo_index
 
 HELD_BOUND_S = 0.06
 """The longest the memory work may keep a heartbeat thread from running, in CPU seconds of
@@ -165,8 +164,9 @@ def test_sliced_scans_and_lookups_find_what_one_whole_scan_finds() -> None:
         assert fuzzy.similar_words(vocab, word) == similar, word
 
 
-def test_one_store_reached_by_six_paths_builds_one_vocabulary(tmp_path: Path) -> None:
-    """Six projects whose `wiki.db` is one file (hard links): one build, shared."""
+def test_one_store_reached_by_six_paths_reads_each_typo_group_once(tmp_path: Path) -> None:
+    """Six projects whose `wiki.db` is one file (hard links), asked at once, twice: one
+    typo index, each of its groups read once, shared."""
     first, db, home = new_project(tmp_path)
     put_pages(db, [page("d", "Deployment", "rollout steps"), page("o", "Other", "lunch")])
     projects = [first]
@@ -175,8 +175,7 @@ def test_one_store_reached_by_six_paths_builds_one_vocabulary(tmp_path: Path) ->
         (other / ".lwc").mkdir(parents=True)
         os.link(db, other / ".lwc" / "wiki.db")
         projects.append(other)
-    engine.VOCABULARIES.clear()
-    before = engine.VOCABULARIES.builds
+    engine.WORD_INDEXES.clear()
     answers: list[list[tuple[str, str]]] = []
     lock = threading.Lock()
 
@@ -192,50 +191,34 @@ def test_one_store_reached_by_six_paths_builds_one_vocabulary(tmp_path: Path) ->
         for thread in threads:
             thread.join(60)
     assert answers == [[("d", "fuzzy")]] * 12
-    assert engine.VOCABULARIES.builds == before + 1
+    [index] = engine.WORD_INDEXES._entries.values()
+    assert index.reads == len(index.shards) + len(index.buckets) > 0
 
 
-def test_concurrent_builds_are_bounded_in_number() -> None:
-    """Twelve distinct keys needed at once: at most `MAX_BUILDS` builds run at a time, and
-    every waiter gets its value."""
-    builds: BuildOnce[int] = BuildOnce(16, name="test-build")
-    running, peak = 0, 0
-    lock = threading.Lock()
-
-    def build(n: int) -> int:
-        nonlocal running, peak
-        with lock:
-            running += 1
-            peak = max(peak, running)
-        time.sleep(0.05)
-        with lock:
-            running -= 1
-        return n * n
-
-    got: dict[int, int] = {}
-
-    def want(n: int) -> None:
-        got[n] = builds.get(("k", n), lambda: build(n), None)
-
-    threads = [threading.Thread(target=want, args=(n,)) for n in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert got == {n: n * n for n in range(12)}
-    assert builds.builds == 12
-    assert 1 <= peak <= BuildOnce.MAX_BUILDS
-
-
-def test_kept_values_are_bounded_by_weight() -> None:
-    """Finished values beyond the weight budget go (the newest stays, however heavy)."""
-    builds: BuildOnce[list[int]] = BuildOnce(8, name="test-build", budget=100, weight=len)
-    for n in range(5):
-        builds.get(n, lambda: [0] * 40, None)
-    assert builds.kept_weight() <= 100
-    builds.get("huge", lambda: [0] * 500, None)
-    assert builds.kept_weight() == 500
-    assert builds.get("huge", lambda: [], None) == [0] * 500
+def test_typo_groups_kept_are_bounded_across_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the typo indexes of every store keep stays within one word budget: groups read
+    for other stores and revisions go, least recently used first, and answers are those
+    read with nothing dropped."""
+    stores = []
+    for i in range(3):
+        (tmp_path / f"s{i}").mkdir()
+        project, db, home = new_project(tmp_path / f"s{i}")
+        words = [*_words(400, 10, 7 + i), "deployment"]
+        put_pages(db, [page("d", "Deployment", " ".join(words)), page("o", "Other", "lunch")])
+        stores.append((project, home))
+    queries = ["deploymnet", "deplyoment"]
+    engine.WORD_INDEXES.clear()
+    whole = [ask(q, p, home=h)["results"] for p, h in stores for q in queries]
+    budget = 600
+    monkeypatch.setattr(typo_index, "_KEPT", typo_index._Kept(budget))
+    engine.WORD_INDEXES.clear()
+    for _round in range(2):
+        engine.ANSWERS.clear()  # asked again: searched again, not answered from the cache
+        bounded = [ask(q, p, home=h)["results"] for p, h in stores for q in queries]
+        assert bounded == whole
+        assert 0 < typo_index._KEPT.words <= budget
 
 
 def test_rerank_reads_at_most_the_capped_in_links_per_page(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@
    with the vocabulary by `fuzz.ratio` (≥ 80), and documents whose title or path holds such
    words for most of the query (mean best ratio ≥ 80) fill the list, after every lexical hit.
 
-The vocabulary is read once per store revision, in a thread of its own (`cache.BuildOnce`),
-so its cost is paid once however many requests need it, even when the first one times out.
+The server reads words from the store's typo index (`typo_index`), group by group, never the
+whole vocabulary; a whole `Vocabulary` (`build_vocabulary`) gives the same answers and serves
+the quality benchmark and the tests that compare both.
 """
 
 from __future__ import annotations
@@ -313,15 +314,20 @@ def _scan(word: str, words: Sequence[str], scorer: Any, cutoff: float) -> list[t
     return found
 
 
-def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
+def similar_words(vocab: Vocabulary | BoundIndex, word: str) -> list[tuple[float, str, str]]:
     """`(ratio, word, stem)` of the vocabulary words whose stem is in some title or path
-    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF` (shared: do not change it)."""
+    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF` (shared: do not change it).
+
+    `vocab` is a whole vocabulary, or the store's typo index: then only the length groups
+    a ratio of `TITLE_CUTOFF` can reach are read (once per store revision, `typo_index`),
+    and the stems of the words found, and whether a title or path holds them, are looked up
+    (SPEC §4 "Typos": no whole-vocabulary read)."""
     key = ("similar", word, 0)
     remembered = vocab.memo.get(key)
     if remembered is not None:
         return remembered
     if len(word) < MIN_FUZZY_TERM:
-        stem = vocab.stems.get(word)
+        stem = _stems_of(vocab, [word]).get(word)
         return [] if stem is None else [(100.0, word, stem)]
     # ratio = 100 (1 - indel / (a + b)) ≥ 80 needs the lengths within a factor of 1.5.
     low, high = (2 * len(word) + 2) // 3, (3 * len(word)) // 2
@@ -329,12 +335,27 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     for n in range(low, high + 1):
         # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
         most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
-        words = _narrowed(vocab.titled.get(n, ()), vocab.titled_signatures, n, word, most)
-        for candidate, ratio in _scan(word, words, fuzz.ratio, TITLE_CUTOFF):
-            found.append((float(ratio), candidate, vocab.stems[candidate]))
+        if isinstance(vocab, BoundIndex):
+            words = _narrowed(vocab.bucket(n), vocab.index.signatures, n, word, most)
+        else:
+            words = _narrowed(vocab.titled.get(n, ()), vocab.titled_signatures, n, word, most)
+        scanned = _scan(word, words, fuzz.ratio, TITLE_CUTOFF)
+        stems = _stems_of(vocab, [candidate for candidate, _ratio in scanned])
+        if isinstance(vocab, BoundIndex):  # only words a title or path holds can fill
+            titled = vocab.titled(set(stems.values()))
+            stems = {w: stem for w, stem in stems.items() if stem in titled}
+        for candidate, ratio in scanned:
+            if candidate in stems:
+                found.append((float(ratio), candidate, stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
     _remember(vocab.memo, key, found)
     return found
+
+
+def _stems_of(vocab: Vocabulary | BoundIndex, words: Sequence[str]) -> dict[str, str]:
+    if isinstance(vocab, BoundIndex):
+        return vocab.stems_of(words)
+    return {w: stem for w in words if (stem := vocab.stems.get(w)) is not None}
 
 
 def best_by_stem(found: Sequence[tuple[float, str, str]]) -> dict[str, float]:
