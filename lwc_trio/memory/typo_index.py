@@ -266,51 +266,61 @@ class BoundIndex:
         self.index.initials[length] = result
         return result
 
+    def _looked_up(
+        self,
+        known: dict[str, Any],
+        keys: Collection[str],
+        look: Callable[[list[str]], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """`keys` -> what `look` finds for them, `_LOOKUP` at a time, each key looked up
+        once for this revision (`known` remembers it)."""
+        got = {k: known[k] for k in keys if k in known}
+        wanted = sorted({k for k in keys if k not in got})
+        for start in range(0, len(wanted), _LOOKUP):
+            found = look(wanted[start : start + _LOOKUP])
+            self.index._remember(known, found)
+            got.update(found)
+        return got
+
     def stems_of(self, words: Iterable[str]) -> dict[str, str]:
         """The stem of each of `words` in the vocabulary (a term is its own stem, another word
         has the stem `search_words` gives it); words not in the vocabulary are left out."""
         words = [w for w in words if len(w) >= MIN_WORD]
-        known = self.index.stems
-        got = {w: known.get(w) for w in words if w in known}
-        wanted = sorted({w for w in words if w not in got})
-        for start in range(0, len(wanted), _LOOKUP):
-            chunk = wanted[start : start + _LOOKUP]
-            marks = ",".join("?" * len(chunk))
-            found: dict[str, str | None] = dict.fromkeys(chunk)
-            for (term,) in self.conn.execute(
-                f"SELECT term FROM search_terms WHERE term IN ({marks})", chunk
-            ):
-                if isinstance(term, str) and term in found:
-                    found[term] = term
-            rest = [w for w in chunk if found[w] is None]
-            if rest:
-                rest_marks = ",".join("?" * len(rest))
-                for word, term in self.conn.execute(
-                    f"SELECT word, term FROM search_words WHERE word IN ({rest_marks})", rest
-                ):
-                    if isinstance(word, str) and isinstance(term, str) and word in found:
-                        found[word] = term
-            self.index._remember(known, found)
-            got.update(found)
+        got = self._looked_up(self.index.stems, words, self._stems)
         return {w: stem for w in words if (stem := got.get(w)) is not None}
+
+    def _stems(self, chunk: list[str]) -> dict[str, Any]:
+        marks = ",".join("?" * len(chunk))
+        found: dict[str, str | None] = dict.fromkeys(chunk)
+        for (term,) in self.conn.execute(
+            f"SELECT term FROM search_terms WHERE term IN ({marks})", chunk
+        ):
+            if isinstance(term, str) and term in found:
+                found[term] = term
+        rest = [w for w in chunk if found[w] is None]
+        if rest:
+            rest_marks = ",".join("?" * len(rest))
+            for word, term in self.conn.execute(
+                f"SELECT word, term FROM search_words WHERE word IN ({rest_marks})", rest
+            ):
+                if isinstance(word, str) and isinstance(term, str) and word in found:
+                    found[word] = term
+        return found
 
     def titled(self, stems: Collection[str]) -> set[str]:
         """Those of `stems` that some document's title or path holds (`search_segments.heads`
         not empty), each looked up once for this revision."""
-        known = self.index.titled
-        got = {s: known.get(s) for s in stems if s in known}
-        wanted = sorted({s for s in stems if s not in got})
-        for start in range(0, len(wanted), _LOOKUP):
-            chunk = wanted[start : start + _LOOKUP]
-            marks = ",".join("?" * len(chunk))
-            found = dict.fromkeys(chunk, False)
-            for (term,) in self.conn.execute(
-                f"SELECT DISTINCT term FROM search_segments WHERE term IN ({marks}) "
-                "AND length(heads) > 0",
-                chunk,
-            ):
-                if isinstance(term, str) and term in found:
-                    found[term] = True
-            self.index._remember(known, found)
-            got.update(found)
+        got = self._looked_up(self.index.titled, stems, self._titled)
         return {s for s, yes in got.items() if yes}
+
+    def _titled(self, chunk: list[str]) -> dict[str, Any]:
+        marks = ",".join("?" * len(chunk))
+        found = dict.fromkeys(chunk, False)
+        for (term,) in self.conn.execute(
+            f"SELECT DISTINCT term FROM search_segments WHERE term IN ({marks}) "
+            "AND length(heads) > 0",
+            chunk,
+        ):
+            if isinstance(term, str) and term in found:
+                found[term] = True
+        return found
