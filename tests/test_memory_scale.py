@@ -195,6 +195,41 @@ def test_one_store_reached_by_six_paths_reads_each_typo_group_once(tmp_path: Pat
     assert index.reads == len(index.shards) + len(index.buckets) > 0
 
 
+def test_requests_arriving_at_once_share_one_typo_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests that find no typo index for their store revision at the same moment all
+    get the one index made first, so each group is read once, not once per request."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page("d", "Deployment", "rollout steps"), page("o", "Other", "lunch")])
+    engine.WORD_INDEXES.clear()
+    made: list[typo_index.WordIndex] = []
+    real = typo_index.WordIndex.__init__
+
+    def slow_init(self: typo_index.WordIndex) -> None:
+        real(self)
+        made.append(self)
+        time.sleep(0.2)  # every request arrives while the first index is being made
+
+    monkeypatch.setattr(typo_index.WordIndex, "__init__", slow_init)
+    answers: list[list[tuple[str, str]]] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        memory = ask("deploymnet", project, home=home)
+        with lock:
+            answers.append([(r["identifier"], r["match"]) for r in memory["results"]])
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert answers == [[("d", "fuzzy")]] * 6
+    assert len(made) == 1
+    assert made[0].reads == len(made[0].shards) + len(made[0].buckets) > 0
+
+
 def test_typo_groups_kept_are_bounded_across_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

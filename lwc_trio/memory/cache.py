@@ -40,6 +40,19 @@ class RevisionCache(Generic[T]):
                 self._entries.popitem(last=False)
         return value
 
+    def get_or_add(self, key: Hashable, new: Callable[[], T]) -> T:
+        """The cached value for `key`, made by `new()` under the lock when missing: one
+        value per key whatever the number of threads asking at once (for values that are
+        cheap to make and filled later, shared by everyone who got them)."""
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+            value = self._entries[key] = new()
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+            return value
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)

@@ -248,7 +248,9 @@ def _search(
         return tuple(map(bound_row, rows)), bodies, None
 
     def words() -> WordIndex:
-        return WORD_INDEXES.get_or_build(
+        # One index per store revision, never one per request that arrived first at once:
+        # the groups each reads are shared through it.
+        return WORD_INDEXES.get_or_add(
             (reader.identity, info.store_id, info.store_revision), WordIndex
         )
 
