@@ -118,10 +118,14 @@ def test_sliced_scans_and_lookups_find_what_one_whole_scan_finds() -> None:
     """Scanning buckets in slices, and one-edit corrections by shard and lookups, give the
     very lists one rapidfuzz call over each whole bucket gives."""
     words = _words(30_000, 7, 3) + _words(5_000, 6, 4) + _words(5_000, 8, 5)
+    # A shard (length 7, first letter d) large enough to be narrowed by signatures.
+    words += ["d" + w[1:] for w in _words(6_000, 7, 8)]
     words += ["deploys", "deplyos", "deploy", "deployed", "edploys", "xdeploys", "eploys"]
+    words = list(dict.fromkeys(words))
     titled = set(words[::3])
     vocab = fuzzy.vocabulary_of(((w, w) for w in words), titled)
     assert len(vocab) == len(words)
+    assert len(vocab.stems.shards[(7, "d")]) > fuzzy.FILTER_MIN
 
     def whole(word: str, edits: int) -> list[tuple[int, str, str]]:
         return sorted(
@@ -134,6 +138,7 @@ def test_sliced_scans_and_lookups_find_what_one_whole_scan_finds() -> None:
         )  # fmt: skip
 
     probes = ["deploys", "depolys", "qwertyu", "eploys", "xeploys", words[5], words[31_000]]
+    probes += ["dqwerty", "dxploys", words[-20][:6] + "q", "d" + words[-30][2:]]
     rng = random.Random(6)
     for i in range(30):  # words one or two edits from stored ones, of each kind
         chars = list(words[i * 1_301])

@@ -113,6 +113,8 @@ class Vocabulary:
     array, computed by the first scan of a large bucket: `_narrowed`)."""
     titled_signatures: dict[int, Any] = attrs.field(factory=dict)
     """The same for `titled`."""
+    shard_signatures: dict[Any, Any] = attrs.field(factory=dict)
+    """(length, first character) -> the same for that shard of `stems`."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
@@ -194,6 +196,7 @@ class _InMemory:
         self.memo = vocab.memo
         self.buckets = vocab.by_length
         self.signatures = vocab.signatures
+        self.shard_signatures = vocab.shard_signatures
 
     def shard(self, length: int, initial: str) -> Sequence[str]:
         return tuple(self.vocab.stems.shards.get((length, initial), ()))
@@ -211,6 +214,7 @@ class _InMemory:
 
 class _Source(Protocol):
     memo: dict[tuple[str, str, int], list[Any]]
+    shard_signatures: dict[Any, Any]
 
     def shard(self, length: int, initial: str) -> Sequence[str]: ...
     def bucket(self, length: int) -> Sequence[str]: ...
@@ -239,7 +243,7 @@ def near_words(vocab: Vocabulary | BoundIndex, word: str, edits: int) -> list[tu
         hits = _one_edit(source, word)
     else:
         for n in range(len(word) - edits, len(word) + edits + 1):
-            words = _narrowed(source.bucket(n), signatures, n, word, 2 * edits)
+            words = _narrowed(source.bucket(n), signatures, n, n, word, 2 * edits)
             for candidate, distance in _scan(word, words, OSA.distance, edits):
                 hits[candidate] = int(distance)
     stems = source.stems_of(hits)
@@ -261,7 +265,9 @@ def _one_edit(source: _Source, word: str) -> dict[str, int]:
     initial, n = word[0], len(word)
     hits: dict[str, int] = {}
     for length in range(n - 1, n + 2):
-        for candidate, distance in _scan(word, source.shard(length, initial), OSA.distance, 1):
+        shard = source.shard(length, initial)
+        shard = _narrowed(shard, source.shard_signatures, (length, initial), length, word, 2)
+        for candidate, distance in _scan(word, shard, OSA.distance, 1):
             hits[candidate] = int(distance)
     others = {word[1:], word[1::-1] + word[2:]}
     for length, rest in ((n, word[1:]), (n + 1, word)):
@@ -282,22 +288,23 @@ def _one_edit(source: _Source, word: str) -> dict[str, int]:
 
 def _narrowed(
     words: Sequence[str],
-    signatures: dict[int, Any],
+    signatures: dict[Any, Any],
+    key: Any,
     n: int,
     word: str,
     most: int,
 ) -> Sequence[str]:
     """The `words` (all `n` long) whose signature is within `most` bits of `word`'s (the
-    whole bucket when it is small, or `most` cannot narrow it). The bucket's signatures are
-    computed on first need, by numpy in slices, and kept (threads may compute them twice:
-    the same value)."""
+    whole group when it is small, or `most` cannot narrow it). The group's signatures are
+    computed on first need, by numpy in slices, and kept as `signatures[key]` (threads may
+    compute them twice: the same value)."""
     if len(words) < FILTER_MIN or most >= 32:
         return words
     from lwc_trio.memory import vector  # numpy: imported by large stores only
 
-    sigs = signatures.get(n)
-    if sigs is None or len(sigs) != len(words):  # a bucket read again: computed again
-        sigs = signatures[n] = vector.signatures(words, n, SCAN_CHUNK * 8)
+    sigs = signatures.get(key)
+    if sigs is None or len(sigs) != len(words):  # a group read again: computed again
+        sigs = signatures[key] = vector.signatures(words, n, SCAN_CHUNK * 8)
     return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
 
 
@@ -336,9 +343,10 @@ def similar_words(vocab: Vocabulary | BoundIndex, word: str) -> list[tuple[float
         # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
         most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
         if isinstance(vocab, BoundIndex):
-            words = _narrowed(vocab.bucket(n), vocab.index.signatures, n, word, most)
+            words = _narrowed(vocab.bucket(n), vocab.index.signatures, n, n, word, most)
         else:
-            words = _narrowed(vocab.titled.get(n, ()), vocab.titled_signatures, n, word, most)
+            group = vocab.titled.get(n, ())
+            words = _narrowed(group, vocab.titled_signatures, n, n, word, most)
         scanned = _scan(word, words, fuzz.ratio, TITLE_CUTOFF)
         stems = _stems_of(vocab, [candidate for candidate, _ratio in scanned])
         if isinstance(vocab, BoundIndex):  # only words a title or path holds can fill

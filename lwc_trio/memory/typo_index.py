@@ -82,6 +82,7 @@ class WordIndex:
         self.shards: dict[tuple[int, str], tuple[str, ...]] = {}
         self.buckets: dict[int, tuple[str, ...]] = {}
         self.signatures: dict[int, Any] = {}
+        self.shard_signatures: dict[Any, Any] = {}
         self.initials: dict[int, tuple[str, ...] | None] = {}
         self.stems: dict[str, str | None] = {}
         self.titled: dict[str, bool] = {}
@@ -140,6 +141,8 @@ class WordIndex:
         table.pop(key, None)
         if table is self.buckets:
             self.signatures.pop(key, None)
+        else:
+            self.shard_signatures.pop(key, None)
 
     def _remember(self, table: dict[str, Any], found: Mapping[str, Any]) -> None:
         with self._lock:
@@ -203,6 +206,7 @@ class BoundIndex:
         self.index = index
         self.conn = conn
         self.memo = index.memo
+        self.shard_signatures = index.shard_signatures
         self.cancelled = cancelled
 
     def _words(self, sql: str, args: Sequence[object]) -> tuple[str, ...]:
