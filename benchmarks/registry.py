@@ -70,6 +70,11 @@ SCENARIOS: Final = (
         "SQuAD answers per token through lwc serve --mcp vs first-characters and bm25s paragraphs",
     ),
     Scenario("vocab", "vocab", "typo correction on 1,000,000 pages under the 5 s deadline"),
+    Scenario(
+        "typo-load",
+        "typo_load",
+        "32 concurrent calls x 64 unknown words on 1,000,000 pages: deadlines, pings",
+    ),
     Scenario("scale", "scale", "10k/100k-Page Wiki: import rate, size, four query kinds vs FTS5"),
 )
 

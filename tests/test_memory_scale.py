@@ -23,8 +23,7 @@ from conftest_memory import ask, new_project, new_store, page, put_pages
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from lwc_trio.memory import engine, fuzzy, search
-from lwc_trio.memory.cache import BuildOnce
+from lwc_trio.memory import engine, fuzzy, search, typo_index
 
 HELD_BOUND_S = 0.06
 """The longest the memory work may keep a heartbeat thread from running, in CPU seconds of
@@ -119,10 +118,14 @@ def test_sliced_scans_and_lookups_find_what_one_whole_scan_finds() -> None:
     """Scanning buckets in slices, and one-edit corrections by shard and lookups, give the
     very lists one rapidfuzz call over each whole bucket gives."""
     words = _words(30_000, 7, 3) + _words(5_000, 6, 4) + _words(5_000, 8, 5)
+    # A shard (length 7, first letter d) large enough to be narrowed by signatures.
+    words += ["d" + w[1:] for w in _words(6_000, 7, 8)]
     words += ["deploys", "deplyos", "deploy", "deployed", "edploys", "xdeploys", "eploys"]
+    words = list(dict.fromkeys(words))
     titled = set(words[::3])
     vocab = fuzzy.vocabulary_of(((w, w) for w in words), titled)
     assert len(vocab) == len(words)
+    assert len(vocab.stems.shards[(7, "d")]) > fuzzy.FILTER_MIN
 
     def whole(word: str, edits: int) -> list[tuple[int, str, str]]:
         return sorted(
@@ -135,6 +138,7 @@ def test_sliced_scans_and_lookups_find_what_one_whole_scan_finds() -> None:
         )  # fmt: skip
 
     probes = ["deploys", "depolys", "qwertyu", "eploys", "xeploys", words[5], words[31_000]]
+    probes += ["dqwerty", "dxploys", words[-20][:6] + "q", "d" + words[-30][2:]]
     rng = random.Random(6)
     for i in range(30):  # words one or two edits from stored ones, of each kind
         chars = list(words[i * 1_301])
@@ -165,8 +169,9 @@ def test_sliced_scans_and_lookups_find_what_one_whole_scan_finds() -> None:
         assert fuzzy.similar_words(vocab, word) == similar, word
 
 
-def test_one_store_reached_by_six_paths_builds_one_vocabulary(tmp_path: Path) -> None:
-    """Six projects whose `wiki.db` is one file (hard links): one build, shared."""
+def test_one_store_reached_by_six_paths_reads_each_typo_group_once(tmp_path: Path) -> None:
+    """Six projects whose `wiki.db` is one file (hard links), asked at once, twice: one
+    typo index, each of its groups read once, shared."""
     first, db, home = new_project(tmp_path)
     put_pages(db, [page("d", "Deployment", "rollout steps"), page("o", "Other", "lunch")])
     projects = [first]
@@ -175,8 +180,7 @@ def test_one_store_reached_by_six_paths_builds_one_vocabulary(tmp_path: Path) ->
         (other / ".lwc").mkdir(parents=True)
         os.link(db, other / ".lwc" / "wiki.db")
         projects.append(other)
-    engine.VOCABULARIES.clear()
-    before = engine.VOCABULARIES.builds
+    engine.WORD_INDEXES.clear()
     answers: list[list[tuple[str, str]]] = []
     lock = threading.Lock()
 
@@ -192,50 +196,69 @@ def test_one_store_reached_by_six_paths_builds_one_vocabulary(tmp_path: Path) ->
         for thread in threads:
             thread.join(60)
     assert answers == [[("d", "fuzzy")]] * 12
-    assert engine.VOCABULARIES.builds == before + 1
+    [index] = engine.WORD_INDEXES._entries.values()
+    assert index.reads == len(index.shards) + len(index.buckets) > 0
 
 
-def test_concurrent_builds_are_bounded_in_number() -> None:
-    """Twelve distinct keys needed at once: at most `MAX_BUILDS` builds run at a time, and
-    every waiter gets its value."""
-    builds: BuildOnce[int] = BuildOnce(16, name="test-build")
-    running, peak = 0, 0
+def test_requests_arriving_at_once_share_one_typo_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests that find no typo index for their store revision at the same moment all
+    get the one index made first, so each group is read once, not once per request."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page("d", "Deployment", "rollout steps"), page("o", "Other", "lunch")])
+    engine.WORD_INDEXES.clear()
+    made: list[typo_index.WordIndex] = []
+    real = typo_index.WordIndex.__init__
+
+    def slow_init(self: typo_index.WordIndex) -> None:
+        real(self)
+        made.append(self)
+        time.sleep(0.2)  # every request arrives while the first index is being made
+
+    monkeypatch.setattr(typo_index.WordIndex, "__init__", slow_init)
+    answers: list[list[tuple[str, str]]] = []
     lock = threading.Lock()
 
-    def build(n: int) -> int:
-        nonlocal running, peak
+    def one() -> None:
+        memory = ask("deploymnet", project, home=home)
         with lock:
-            running += 1
-            peak = max(peak, running)
-        time.sleep(0.05)
-        with lock:
-            running -= 1
-        return n * n
+            answers.append([(r["identifier"], r["match"]) for r in memory["results"]])
 
-    got: dict[int, int] = {}
-
-    def want(n: int) -> None:
-        got[n] = builds.get(("k", n), lambda: build(n), None)
-
-    threads = [threading.Thread(target=want, args=(n,)) for n in range(12)]
+    threads = [threading.Thread(target=one) for _ in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
-    assert got == {n: n * n for n in range(12)}
-    assert builds.builds == 12
-    assert 1 <= peak <= BuildOnce.MAX_BUILDS
+        thread.join(60)
+    assert answers == [[("d", "fuzzy")]] * 6
+    assert len(made) == 1
+    assert made[0].reads == len(made[0].shards) + len(made[0].buckets) > 0
 
 
-def test_kept_values_are_bounded_by_weight() -> None:
-    """Finished values beyond the weight budget go (the newest stays, however heavy)."""
-    builds: BuildOnce[list[int]] = BuildOnce(8, name="test-build", budget=100, weight=len)
-    for n in range(5):
-        builds.get(n, lambda: [0] * 40, None)
-    assert builds.kept_weight() <= 100
-    builds.get("huge", lambda: [0] * 500, None)
-    assert builds.kept_weight() == 500
-    assert builds.get("huge", lambda: [], None) == [0] * 500
+def test_typo_groups_kept_are_bounded_across_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the typo indexes of every store keep stays within one word budget: groups read
+    for other stores and revisions go, least recently used first, and answers are those
+    read with nothing dropped."""
+    stores = []
+    for i in range(3):
+        (tmp_path / f"s{i}").mkdir()
+        project, db, home = new_project(tmp_path / f"s{i}")
+        words = [*_words(400, 10, 7 + i), "deployment"]
+        put_pages(db, [page("d", "Deployment", " ".join(words)), page("o", "Other", "lunch")])
+        stores.append((project, home))
+    queries = ["deploymnet", "deplyoment"]
+    engine.WORD_INDEXES.clear()
+    whole = [ask(q, p, home=h)["results"] for p, h in stores for q in queries]
+    budget = 600
+    monkeypatch.setattr(typo_index, "_KEPT", typo_index._Kept(budget))
+    engine.WORD_INDEXES.clear()
+    for _round in range(2):
+        engine.ANSWERS.clear()  # asked again: searched again, not answered from the cache
+        bounded = [ask(q, p, home=h)["results"] for p, h in stores for q in queries]
+        assert bounded == whole
+        assert 0 < typo_index._KEPT.words <= budget
 
 
 def test_rerank_reads_at_most_the_capped_in_links_per_page(tmp_path: Path) -> None:

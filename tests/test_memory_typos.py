@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sqlite3
 import string
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest_memory import ask, new_project, page, put_pages
 
-from lwc_trio.memory import engine, fuzzy
+from lwc_trio.memory import engine, fuzzy, pool
 from lwc_trio.memory.typo_index import WordIndex
 from lwc_trio.memory.writer import Wiki
 
@@ -50,12 +53,10 @@ def test_a_misspelt_word_is_corrected_without_reading_the_whole_vocabulary(
     total = conn.execute("SELECT count(*) FROM search_words").fetchone()[0]
     total += conn.execute("SELECT count(*) FROM search_terms").fetchone()[0]
     conn.close()
-    engine.VOCABULARIES.clear()
-    builds = engine.VOCABULARIES.builds
+    engine.WORD_INDEXES.clear()
     memory = ask("rolluot", project, home=home, max_documents=8)
     assert sorted(r["identifier"] for r in memory["results"]) == [f"d{i}" for i in range(8)]
     assert {r["match"] for r in memory["results"]} == {"fuzzy"}
-    assert engine.VOCABULARIES.builds == builds  # the whole vocabulary was never read
     read = max(index.read for index in engine.WORD_INDEXES._entries.values())
     assert 0 < read < total / 5, (read, total)
 
@@ -82,5 +83,93 @@ def test_the_typo_index_finds_what_the_whole_vocabulary_finds(tmp_path: Path) ->
         for edits in (1, 2):
             assert fuzzy.near_words(index, word, edits) == fuzzy.near_words(vocab, word, edits)
     assert not any(w == "deplozzz" for _d, w, _s in fuzzy.near_words(index, "deplozz", 1))
+    conn.execute("ROLLBACK")
+    conn.close()
+
+
+SEARCH_TABLES = ("search_terms", "search_words", "search_segments", "search_fuzzy")
+
+
+def test_typos_and_the_title_fill_up_never_scan_a_whole_search_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A misspelt query with fewer hits than maxDocuments (so the title fill-up runs): every
+    statement the server runs on the store, in the request's thread or any other, reads the
+    search tables by key (SQLite's plan SEARCHes them, never SCANs one whole), and the
+    words it reads of the typo index are a few of its groups."""
+    project, db, home = new_project(tmp_path)
+    rng = random.Random(11)
+    pages = [page("k", "Kubernetes rollout", "cluster notes"), page("o", "Other", "lunch")]
+    # Words of lengths no query word here can reach (4–13 letters for these two).
+    long_words = [
+        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(14, 18))) for _ in range(9000)
+    ]
+    pages += [
+        page(f"f{i}", f"Filler {i}", " ".join(long_words[i * 300 : (i + 1) * 300]))
+        for i in range(30)
+    ]
+    put_pages(db, pages)
+    statements: list[str] = []
+    traced: list[sqlite3.Connection] = []
+    real = pool.checkout
+
+    def checkout(*args: Any, **kwargs: Any) -> Any:
+        reader = real(*args, **kwargs)
+        reader.conn.set_trace_callback(statements.append)
+        traced.append(reader.conn)
+        return reader
+
+    monkeypatch.setattr(engine, "checkout", checkout)
+    engine.WORD_INDEXES.clear()
+    try:
+        memory = ask("kubernets rolout", project, home=home, max_documents=8)
+    finally:
+        for conn in traced:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # closed already
+                conn.set_trace_callback(None)
+    assert [r["identifier"] for r in memory["results"]][:1] == ["k"]
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    scans = []
+    for sql in statements:
+        if any(table in sql for table in SEARCH_TABLES):
+            plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+            scans += [(sql, step) for step in plan if step.startswith("SCAN search_")]
+    total = conn.execute("SELECT count(*) FROM search_fuzzy").fetchone()[0]
+    conn.close()
+    assert scans == []
+    read = max(index.read for index in engine.WORD_INDEXES._entries.values())
+    assert 0 < read < total / 2, (read, total)
+
+
+def test_the_title_fill_up_through_the_typo_index_finds_what_the_vocabulary_finds(
+    tmp_path: Path,
+) -> None:
+    """`similar_words` through the store's typo index gives the very list the whole
+    vocabulary gives: same words, ratios, stems, order; only words a title holds."""
+    _project, db, _home = new_project(tmp_path)
+    rng = random.Random(9)
+    words = _filler(rng, 3000)
+    pages = [
+        page(
+            f"p{i}", f"{words[i]} {words[i + 1000]} Deploying", " ".join(words[i * 3 : i * 3 + 60])
+        )
+        for i in range(60)
+    ]
+    put_pages(db, pages)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN")
+    vocab = fuzzy.build_vocabulary(conn)
+    index = WordIndex().bind(conn)
+    probes = [
+        "deploing",
+        "deplyoing",
+        "dep",
+        "deploys",
+        *(_edited(rng, words[i], 1) for i in range(40)),
+    ]
+    probes += [_edited(rng, words[i + 1000], 2) for i in range(40)] + words[100:120]
+    for word in probes:
+        assert fuzzy.similar_words(index, word) == fuzzy.similar_words(vocab, word), word
+    assert any(fuzzy.similar_words(index, w) for w in probes[4:44])
     conn.execute("ROLLBACK")
     conn.close()

@@ -6,14 +6,16 @@ import json
 import random
 import subprocess
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from conftest import lwc_command
 from conftest_memory import ask, ids, new_project, new_store, page, put_pages
 
-from lwc_trio.exceptions import MemoryCancelled, StoreChanged
-from lwc_trio.memory import engine
+from lwc_trio.exceptions import MemoryCancelled
+from lwc_trio.memory import engine, typo_index
 from lwc_trio.memory.tokenize import index_terms, tokenize
 
 
@@ -179,7 +181,7 @@ def test_same_query_is_byte_identical(tmp_path: Path) -> None:
     )
     for query in ("alpha 学习 cache", "deploymnet", "学"):
         first = json.dumps(ask(query, project, home=home), ensure_ascii=False)
-        engine.VOCABULARIES.clear()
+        engine.WORD_INDEXES.clear()
         second = json.dumps(ask(query, project, home=home), ensure_ascii=False)
         assert first == second
 
@@ -201,52 +203,57 @@ def test_result_count_is_min_of_limit_and_matching_pages(tmp_path: Path) -> None
             assert len(lexical) >= min(limit, len(matching)), (query, limit)
 
 
-def test_vocabulary_is_built_once_and_survives_a_timed_out_request(
+def test_a_typo_group_is_read_once_and_a_waiting_request_keeps_its_deadline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first fuzzy request times out while the vocabulary is read; the read goes on,
-    and the next request uses it without reading it again."""
+    """While one request reads a group of the typo index, another that needs it waits for
+    that read instead of reading it again, and gives up at its own deadline; the first
+    request's read is kept for the next requests."""
     project, db, home = new_project(tmp_path)
     put_pages(db, [page("d", "Deployment", "x"), page("o", "Other", "y")])
-    engine.VOCABULARIES.clear()
+    engine.WORD_INDEXES.clear()
     started, release = threading.Event(), threading.Event()
-    calls: list[Path] = []
-    real = engine.load_vocabulary
+    real = typo_index.BoundIndex._words
 
-    def slow(path: Path, identity: tuple[int, int]) -> object:
-        calls.append(path)
+    def slow(self: typo_index.BoundIndex, sql: str, args: Sequence[object]) -> tuple[str, ...]:
         started.set()
         release.wait(30)
-        return real(path, identity)
+        return real(self, sql, args)
 
-    monkeypatch.setattr(engine, "load_vocabulary", slow)
-    builds_before = engine.VOCABULARIES.builds
-    cancelled = threading.Event()
-    outcome: list[BaseException | None] = []
+    monkeypatch.setattr(typo_index.BoundIndex, "_words", slow)
+    outcome: dict[str, object] = {}
 
-    def first_request() -> None:
+    def request(name: str, cancelled: threading.Event) -> None:
         try:
-            ask("deploymnet", project, home=home, cancelled=cancelled)
-            outcome.append(None)
+            outcome[name] = ask("deploymnet", project, home=home, cancelled=cancelled)
         except BaseException as exc:
-            outcome.append(exc)
+            outcome[name] = exc
 
-    thread = threading.Thread(target=first_request)
-    thread.start()
+    first = threading.Thread(target=request, args=("first", threading.Event()))
+    first.start()
     assert started.wait(30)
-    cancelled.set()  # the deadline passes while the vocabulary is being read
-    thread.join(30)
-    assert isinstance(outcome[0], MemoryCancelled)
+    cancelled = threading.Event()
+    second = threading.Thread(target=request, args=("second", cancelled))
+    second.start()
+    time.sleep(0.2)  # the second request is waiting for the first one's read
+    cancelled.set()  # its deadline passes: it stops, though the read has not finished
+    second.join(5)
+    assert not second.is_alive()
+    assert isinstance(outcome["second"], MemoryCancelled)
     release.set()
-    memory = ask("deploymnet", project, home=home)
+    first.join(30)
+    memory = outcome["first"]
+    assert isinstance(memory, dict)
     assert [(r["identifier"], r["match"]) for r in memory["results"]] == [("d", "fuzzy")]
+    [index] = engine.WORD_INDEXES._entries.values()
+    reads = index.reads
+    assert reads == len(index.shards) + len(index.buckets) > 0
     assert ask("deploymnet", project, home=home)["results"] == memory["results"]
-    assert len(calls) == 1
-    assert engine.VOCABULARIES.builds == builds_before + 1
-    # A write is a new revision: its vocabulary is read once more.
+    assert index.reads == reads
+    # A write is a new revision: its groups are read anew.
     put_pages(db, [page("e", "Deployer", "z")])
     ask("deploymnet", project, home=home)
-    assert len(calls) == 2
+    assert len(engine.WORD_INDEXES) == 2
 
 
 @pytest.mark.slow
@@ -269,14 +276,3 @@ def test_readme_example_through_the_cli(workspace: Path, lwc_env: dict[str, str]
     memory = json.loads(explored.stdout)["memory"]
     assert [r["identifier"] for r in memory["results"]] == ["auth-flow"]
     assert memory["results"][0]["snippet"] == "Login uses OAuth device codes"
-
-
-def test_vocabulary_is_kept_only_from_the_file_the_request_verified(tmp_path: Path) -> None:
-    """A vocabulary build that finds another file at the store's path (a directory swapped
-    after the request verified its store) fails instead of reading that file."""
-    _, db, _ = new_project(tmp_path)
-    put_pages(db, [page("d", "Deployment", "x")])
-    info = db.stat()
-    assert engine.load_vocabulary(db, (info.st_dev, info.st_ino)) is not None
-    with pytest.raises(StoreChanged):
-        engine.load_vocabulary(db, (info.st_dev, info.st_ino + 1))

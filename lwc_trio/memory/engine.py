@@ -18,9 +18,8 @@ import attrs
 
 from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged, StoreError
 from lwc_trio.memory.bounds import bound_body, bound_neighborhood, bound_row
-from lwc_trio.memory.cache import BuildOnce, RevisionCache
+from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.discovery import StoreRef, project_store_above
-from lwc_trio.memory.fuzzy import Vocabulary, build_vocabulary
 from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.handles import Handles
 from lwc_trio.memory.passages import UNITS_PER_TOKEN, cost
@@ -38,12 +37,12 @@ from lwc_trio.memory.search import Hit, load_degrees, search_store
 from lwc_trio.memory.store import (
     Interrupted,
     StoreInfo,
-    begin_read,
     begin_read_cookie,
     translate_error,
 )
 from lwc_trio.memory.tokenize import MAX_TERMS, QueryTerm, parse_query
 from lwc_trio.memory.typo_index import WordIndex
+from lwc_trio.memory.typo_index import request as typo_request
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 __all__ = [
@@ -68,44 +67,12 @@ in time, naming the cause (SPEC §4)."""
 # the same window): a benign rename settles, a swapping attacker gets an error, never data.
 CHANGED_PAUSE_S = 0.002
 
-# Store vocabularies for typo correction, one per store file and revision ((device, inode),
-# store_id, store_revision: one store reached by many paths is read once), each read in a
-# thread of its own on its own connection: a request that times out while one is being read
-# leaves it to finish for the next request (SPEC §4 "Typos": cost bounded on any size). At
-# most 4 kept, within VOCABULARY_BUDGET words (a million-Page store has ~1M).
-VOCABULARY_BUDGET = 3_000_000
-VOCABULARIES: BuildOnce[Vocabulary] = BuildOnce(
-    4, name="lwc-vocabulary", budget=VOCABULARY_BUDGET, weight=len
-)
-
-# The typo index of each store revision (same keys): what per-term correction read of
-# `search_fuzzy` so far. Each request reads the few groups it needs through its own
-# connection; the whole vocabulary above is read only for the title fill-up.
+# The typo index of each store revision, keyed by the store file and revision ((device,
+# inode), store_id, store_revision: one store reached by many paths is read once): what
+# per-term correction and the title fill-up read of `search_fuzzy` so far, group by group,
+# each group read once (`typo_index.WordIndex`) within one budget for all of them. No
+# request reads a store's whole vocabulary (SPEC §4 "Typos": cost bounded on any size).
 WORD_INDEXES: RevisionCache[WordIndex] = RevisionCache(4)
-
-
-def load_vocabulary(path: Path, identity: tuple[int, int]) -> Vocabulary:
-    """Read a store's vocabulary on a connection of its own (run by `VOCABULARIES`).
-
-    The build outlives the request that started it, and with it the request's directory
-    handles, so it opens the store again through the pool's gate and keeps what it read only
-    when that is the very file the request verified (`identity`): a directory swapped in
-    meanwhile fails the build (`StoreChanged`) and the next request tries again. Its
-    connection closes through the pool, never under another reader's lock.
-    """
-    reader = checkout(path, threading.Event())
-    try:
-        if reader.identity != identity:
-            raise StoreChanged(f"{path} changed while its vocabulary was read")
-        begin_read(reader.conn)
-        return build_vocabulary(reader.conn)
-    finally:
-        try:
-            if reader.conn.in_transaction:
-                reader.conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-        checkin(reader, reusable=False)
 
 
 @attrs.frozen
@@ -279,23 +246,26 @@ def _search(
         rows, bodies = read_hits(conn, ref.scope, [Hit("page", slug, 0.0, "lexical")], query)
         bodies = {s: read_from(conn, bound_body(b), heading, offset) for s, b in bodies.items()}
         return tuple(map(bound_row, rows)), bodies, None
-    hits = search_store(
-        conn,
-        terms,
-        limit,
-        degrees=lambda slugs: load_degrees(conn, slugs),
-        vocabulary=lambda: VOCABULARIES.get(
-            (reader.identity, info.store_id, info.store_revision),
-            lambda: load_vocabulary(ref.path, reader.identity),
-            cancelled,
-        ),
-        cancelled=cancelled,
-        phrase=phrase,
-        cache_key=key,
-        words=lambda: WORD_INDEXES.get_or_build(
+
+    def words() -> WordIndex:
+        # One index per store revision, never one per request that arrived first at once:
+        # the groups each reads are shared through it.
+        return WORD_INDEXES.get_or_add(
             (reader.identity, info.store_id, info.store_revision), WordIndex
-        ),
-    )
+        )
+
+    with typo_request(cancelled):
+        hits = search_store(
+            conn,
+            terms,
+            limit,
+            degrees=lambda slugs: load_degrees(conn, slugs),
+            vocabulary=lambda: words().bind(conn),
+            cancelled=cancelled,
+            phrase=phrase,
+            cache_key=key,
+            words=words,
+        )
     _check(cancelled)
     rows, bodies = read_hits(conn, ref.scope, hits, query, key)
     return (

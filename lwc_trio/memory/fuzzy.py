@@ -10,8 +10,9 @@
    with the vocabulary by `fuzz.ratio` (≥ 80), and documents whose title or path holds such
    words for most of the query (mean best ratio ≥ 80) fill the list, after every lexical hit.
 
-The vocabulary is read once per store revision, in a thread of its own (`cache.BuildOnce`),
-so its cost is paid once however many requests need it, even when the first one times out.
+The server reads words from the store's typo index (`typo_index`), group by group, never the
+whole vocabulary; a whole `Vocabulary` (`build_vocabulary`) gives the same answers and serves
+the quality benchmark and the tests that compare both.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ class Vocabulary:
     array, computed by the first scan of a large bucket: `_narrowed`)."""
     titled_signatures: dict[int, Any] = attrs.field(factory=dict)
     """The same for `titled`."""
+    shard_signatures: dict[Any, Any] = attrs.field(factory=dict)
+    """(length, first character) -> the same for that shard of `stems`."""
     memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
@@ -193,6 +196,7 @@ class _InMemory:
         self.memo = vocab.memo
         self.buckets = vocab.by_length
         self.signatures = vocab.signatures
+        self.shard_signatures = vocab.shard_signatures
 
     def shard(self, length: int, initial: str) -> Sequence[str]:
         return tuple(self.vocab.stems.shards.get((length, initial), ()))
@@ -210,6 +214,7 @@ class _InMemory:
 
 class _Source(Protocol):
     memo: dict[tuple[str, str, int], list[Any]]
+    shard_signatures: dict[Any, Any]
 
     def shard(self, length: int, initial: str) -> Sequence[str]: ...
     def bucket(self, length: int) -> Sequence[str]: ...
@@ -238,7 +243,7 @@ def near_words(vocab: Vocabulary | BoundIndex, word: str, edits: int) -> list[tu
         hits = _one_edit(source, word)
     else:
         for n in range(len(word) - edits, len(word) + edits + 1):
-            words = _narrowed(source.bucket(n), signatures, n, word, 2 * edits)
+            words = _narrowed(source.bucket(n), signatures, n, n, word, 2 * edits)
             for candidate, distance in _scan(word, words, OSA.distance, edits):
                 hits[candidate] = int(distance)
     stems = source.stems_of(hits)
@@ -260,7 +265,9 @@ def _one_edit(source: _Source, word: str) -> dict[str, int]:
     initial, n = word[0], len(word)
     hits: dict[str, int] = {}
     for length in range(n - 1, n + 2):
-        for candidate, distance in _scan(word, source.shard(length, initial), OSA.distance, 1):
+        shard = source.shard(length, initial)
+        shard = _narrowed(shard, source.shard_signatures, (length, initial), length, word, 2)
+        for candidate, distance in _scan(word, shard, OSA.distance, 1):
             hits[candidate] = int(distance)
     others = {word[1:], word[1::-1] + word[2:]}
     for length, rest in ((n, word[1:]), (n + 1, word)):
@@ -281,22 +288,23 @@ def _one_edit(source: _Source, word: str) -> dict[str, int]:
 
 def _narrowed(
     words: Sequence[str],
-    signatures: dict[int, Any],
+    signatures: dict[Any, Any],
+    key: Any,
     n: int,
     word: str,
     most: int,
 ) -> Sequence[str]:
     """The `words` (all `n` long) whose signature is within `most` bits of `word`'s (the
-    whole bucket when it is small, or `most` cannot narrow it). The bucket's signatures are
-    computed on first need, by numpy in slices, and kept (threads may compute them twice:
-    the same value)."""
+    whole group when it is small, or `most` cannot narrow it). The group's signatures are
+    computed on first need, by numpy in slices, and kept as `signatures[key]` (threads may
+    compute them twice: the same value)."""
     if len(words) < FILTER_MIN or most >= 32:
         return words
     from lwc_trio.memory import vector  # numpy: imported by large stores only
 
-    sigs = signatures.get(n)
-    if sigs is None or len(sigs) != len(words):  # a bucket read again: computed again
-        sigs = signatures[n] = vector.signatures(words, n, SCAN_CHUNK * 8)
+    sigs = signatures.get(key)
+    if sigs is None or len(sigs) != len(words):  # a group read again: computed again
+        sigs = signatures[key] = vector.signatures(words, n, SCAN_CHUNK * 8)
     return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
 
 
@@ -313,15 +321,20 @@ def _scan(word: str, words: Sequence[str], scorer: Any, cutoff: float) -> list[t
     return found
 
 
-def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
+def similar_words(vocab: Vocabulary | BoundIndex, word: str) -> list[tuple[float, str, str]]:
     """`(ratio, word, stem)` of the vocabulary words whose stem is in some title or path
-    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF` (shared: do not change it)."""
+    (`Vocabulary.titled`) with `fuzz.ratio` ≥ `TITLE_CUTOFF` (shared: do not change it).
+
+    `vocab` is a whole vocabulary, or the store's typo index: then only the length groups
+    a ratio of `TITLE_CUTOFF` can reach are read (once per store revision, `typo_index`),
+    and the stems of the words found, and whether a title or path holds them, are looked up
+    (SPEC §4 "Typos": no whole-vocabulary read)."""
     key = ("similar", word, 0)
     remembered = vocab.memo.get(key)
     if remembered is not None:
         return remembered
     if len(word) < MIN_FUZZY_TERM:
-        stem = vocab.stems.get(word)
+        stem = _stems_of(vocab, [word]).get(word)
         return [] if stem is None else [(100.0, word, stem)]
     # ratio = 100 (1 - indel / (a + b)) ≥ 80 needs the lengths within a factor of 1.5.
     low, high = (2 * len(word) + 2) // 3, (3 * len(word)) // 2
@@ -329,12 +342,28 @@ def similar_words(vocab: Vocabulary, word: str) -> list[tuple[float, str, str]]:
     for n in range(low, high + 1):
         # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
         most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
-        words = _narrowed(vocab.titled.get(n, ()), vocab.titled_signatures, n, word, most)
-        for candidate, ratio in _scan(word, words, fuzz.ratio, TITLE_CUTOFF):
-            found.append((float(ratio), candidate, vocab.stems[candidate]))
+        if isinstance(vocab, BoundIndex):
+            words = _narrowed(vocab.bucket(n), vocab.index.signatures, n, n, word, most)
+        else:
+            group = vocab.titled.get(n, ())
+            words = _narrowed(group, vocab.titled_signatures, n, n, word, most)
+        scanned = _scan(word, words, fuzz.ratio, TITLE_CUTOFF)
+        stems = _stems_of(vocab, [candidate for candidate, _ratio in scanned])
+        if isinstance(vocab, BoundIndex):  # only words a title or path holds can fill
+            titled = vocab.titled(set(stems.values()))
+            stems = {w: stem for w, stem in stems.items() if stem in titled}
+        for candidate, ratio in scanned:
+            if candidate in stems:
+                found.append((float(ratio), candidate, stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
     _remember(vocab.memo, key, found)
     return found
+
+
+def _stems_of(vocab: Vocabulary | BoundIndex, words: Sequence[str]) -> dict[str, str]:
+    if isinstance(vocab, BoundIndex):
+        return vocab.stems_of(words)
+    return {w: stem for w in words if (stem := vocab.stems.get(w)) is not None}
 
 
 def best_by_stem(found: Sequence[tuple[float, str, str]]) -> dict[str, float]:

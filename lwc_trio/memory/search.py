@@ -568,7 +568,7 @@ def _heads(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[arr
 
 def _fill_up(
     conn: sqlite3.Connection,
-    vocab: Vocabulary,
+    vocab: Vocabulary | BoundIndex,
     query: Sequence[QueryTerm],
     cancelled: threading.Event | None,
 ) -> list[tuple[float, int, float]]:
@@ -604,7 +604,7 @@ def search_store(
     limit: int,
     *,
     degrees: Callable[[Sequence[str]], dict[str, int]],
-    vocabulary: Callable[[], Vocabulary],
+    vocabulary: Callable[[], Vocabulary | BoundIndex],
     cancelled: threading.Event | None = None,
     phrase: str | None = None,
     ranking: Ranking = DEFAULT_RANKING,
@@ -630,7 +630,7 @@ def search_store(
     phrase = phrase if phrase is not None else " ".join(qt.term for qt in query)
     known = _doc_freqs(conn, [qt.term for qt in query], facts)
     weighted: dict[str, tuple[float, int]] = {}
-    vocab: Vocabulary | None = None
+    vocab: Vocabulary | BoundIndex | None = None
     typos: BoundIndex | None = None
     k1p = ranking.k1 + 1.0
     for qt in query:
