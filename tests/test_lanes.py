@@ -347,10 +347,29 @@ async def test_stuck_threads_are_bounded() -> None:
     from lwc_trio.actors.lanes import MAX_STUCK
 
     stuck = threading.Event()
+    token = trio.lowlevel.current_trio_token()
     async with open_lane("b", 1, replace_after=0) as lane:
-        for _ in range(MAX_STUCK + 2):
-            with trio.move_on_after(0.02):
-                await lane.run(stuck.wait, 30)
+        for round_no in range(MAX_STUCK + 2):
+            began = trio.Event()
+
+            def job(began: trio.Event = began) -> None:
+                token.run_sync_soon(began.set)
+                stuck.wait(30)
+
+            async def abandon_once_running(scope: trio.CancelScope, began: trio.Event) -> None:
+                await began.wait()
+                scope.cancel()
+
+            # Each job is abandoned once it runs in its thread, not after a fixed delay (on a
+            # loaded machine a thread can take longer than any short delay to start). The
+            # MAX_STUCK + 1st runs in a last thread that is not written off, so the next one
+            # waits for a thread and is abandoned while it waits.
+            running = round_no <= MAX_STUCK
+            with trio.move_on_after(10 if running else 0.2) as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(abandon_once_running, scope, began)
+                    await lane.run(job)
+            assert began.is_set() == running, round_no
         assert lane.stuck == MAX_STUCK
         stuck.set()
 
