@@ -270,9 +270,7 @@ def _ascii_analysis(body: str, passages: tuple[Passage, ...]) -> Analysis:
             heads[passage.path] = words
         found = collections.Counter(words)
         found.update(low[passage.start : passage.end].split())
-        length = found.total()
-        for stop in found.keys() & STOP_WORDS:
-            length -= found.pop(stop)
+        length = found.total() - sum(map(found.pop, found.keys() & STOP_WORDS))
         counts.append(found)
         lengths.append(length)
     distinct = tuple(dict.fromkeys(itertools.chain.from_iterable(counts)))
