@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lwc_trio.memory import passages as passages_module
 from lwc_trio.memory.passages import (
     ELISION,
     OUTLINE_MAX,
@@ -17,7 +18,7 @@ from lwc_trio.memory.passages import (
     split_passages,
 )
 from lwc_trio.memory.results import PageBody, dumps_compact, fit_pages, json_units
-from lwc_trio.memory.tokenize import parse_query
+from lwc_trio.memory.tokenize import index_terms, parse_query, stem_words
 
 
 def terms(query: str) -> list[tuple[str, int]]:
@@ -216,3 +217,189 @@ def test_a_page_whose_passages_match_nothing_is_left_out() -> None:
     other = (FILLER + "\n\n") * 30
     got = fit_pages([_page("a", long), _page("b", other)], terms("cancellation"), 3_000)
     assert [item["slug"] for item in got] == ["a"]
+
+
+# Passage scores are computed from per-word counts for ASCII bodies (`passages._ascii_analysis`):
+# the reference below is what every body went through before, the search's own analyzer
+# (`index_terms`) on each passage with its heading path, all terms counted.
+TRICKY = [
+    "dying",
+    "lying",
+    "tying",
+    "skies",
+    "skis",
+    "idly",
+    "gently",
+    "ugly",
+    "early",
+    "only",
+    "singly",
+    "possibility",
+    "capability",
+    "relational",
+    "conditional",
+    "hopping",
+    "hoping",
+    "happy",
+    "happily",
+    "generalization",
+    "operator",
+    "does",
+    "doe",
+    "succeeded",
+    "exceeding",
+    "inning",
+    "herring",
+    "news",
+    "atlas",
+    "sky",
+    "generously",
+    "hopefulness",
+    "predictably",
+    "parse_config",
+    "ParseConfig",
+    "v2",
+    "HTTP2",
+    "x86_64",
+    "e2e",
+    "re-index",
+    "a",
+    "an",
+    "the",
+    "of",
+]
+
+
+def _reference_scores(bodies: list[str], query: list[tuple[str, int]]) -> list[list[float]]:
+    docs: list[dict[str, int]] = []
+    lengths: list[int] = []
+    sizes: list[int] = []
+    for body in bodies:
+        passages = split_passages(body)
+        sizes.append(len(passages))
+        for p in passages:
+            found = index_terms(" ".join(p.path) + "\n" + body[p.start : p.end])
+            lengths.append(len(found))
+            docs.append({t: found.count(t) for t in set(found)})
+    flat = passages_module._scores(docs, lengths, query)
+    out, at = [], 0
+    for n in sizes:
+        out.append(flat[at : at + n])
+        at += n
+    return out
+
+
+def _pooled(bodies: list[str], query: list[tuple[str, int]]) -> list[list[float]]:
+    return passages_module._pooled([passages_module._analysis(b) for b in bodies], query)
+
+
+_WORD = st.sampled_from(TRICKY) | st.text("abcdeilnorsty0", min_size=1, max_size=9)
+_LINE = st.lists(_WORD, min_size=1, max_size=12).map(" ".join)
+_BLOCK = st.one_of(
+    _LINE,
+    _LINE.map(lambda line: f"## {line}"),
+    st.lists(_LINE, min_size=1, max_size=3).map(lambda ls: "```\n" + "\n".join(ls) + "\n```"),
+    st.text("abcdeilnorsty", min_size=801, max_size=1_700),  # cut inside one long word
+)
+
+
+@given(
+    st.lists(st.lists(_BLOCK, min_size=1, max_size=8).map("\n\n".join), min_size=1, max_size=3),
+    st.lists(_WORD, min_size=1, max_size=5).map(" ".join),
+)
+def test_ascii_bodies_score_as_the_analyzer_counts_their_passages(
+    bodies: list[str], query_text: str
+) -> None:
+    query = terms(query_text)
+    assert _pooled(bodies, query) == _reference_scores(bodies, query)
+
+
+def test_ascii_and_general_analysis_agree_on_tricky_words() -> None:
+    body = "# Dying stars\n\n" + " ".join(TRICKY) + "\n\n## Hoping\n\nHappily the skies idle."
+    for word in TRICKY:
+        query = terms(word)
+        assert _pooled([body], query) == _reference_scores([body], query)
+
+
+def test_a_stem_keeps_all_but_the_last_characters_of_its_word() -> None:
+    """What `_words_for` relies on (`STEM_TAIL`): every word whose stem is t starts with t less
+    its last `STEM_TAIL` characters, on the stemmer's special cases and suffixes of every step."""
+    suffixes = [
+        "s",
+        "es",
+        "ies",
+        "ied",
+        "ed",
+        "ing",
+        "ly",
+        "edly",
+        "ingly",
+        "y",
+        "ily",
+        "iness",
+        "ational",
+        "tional",
+        "enci",
+        "anci",
+        "abli",
+        "entli",
+        "izer",
+        "ization",
+        "ation",
+        "ator",
+        "alism",
+        "aliti",
+        "alli",
+        "fulness",
+        "ousli",
+        "ousness",
+        "iveness",
+        "iviti",
+        "biliti",
+        "bility",
+        "bly",
+        "bli",
+        "ogi",
+        "ogy",
+        "fulli",
+        "lessli",
+        "li",
+        "alize",
+        "icate",
+        "iciti",
+        "ical",
+        "ful",
+        "ness",
+        "ative",
+        "al",
+        "ance",
+        "ence",
+        "er",
+        "ic",
+        "able",
+        "ible",
+        "ant",
+        "ement",
+        "ment",
+        "ent",
+        "ism",
+        "ate",
+        "iti",
+        "ous",
+        "ive",
+        "ize",
+        "ion",
+        "sion",
+        "tion",
+        "e",
+        "ll",
+        "eed",
+        "eedly",
+    ]
+    stems = ("d", "l", "t", "sk", "happ", "hop", "possib", "rel", "gener", "x9", "oper", "y")
+    words = [*TRICKY, *(s + x for s in stems for x in ("", *suffixes))]
+    words += [s + x + y for s in stems[:4] for x in suffixes for y in suffixes[:12]]
+    words = [w for w in (w.lower() for w in words) if w.isalnum()]
+    for word, stem in zip(words, stem_words(words), strict=True):
+        keep = max(len(stem) - passages_module.STEM_TAIL, 0)
+        assert word.startswith(stem[:keep]), (word, stem)

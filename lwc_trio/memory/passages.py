@@ -21,15 +21,17 @@ a token, CJK text three bytes and about one token a character (see `estimate_tok
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import re
 from collections.abc import Sequence
+from itertools import repeat
 
 import attrs
 
 from lwc_trio.memory.search import DEFAULT_RANKING, idf
-from lwc_trio.memory.tokenize import index_terms
+from lwc_trio.memory.tokenize import STOP_WORDS, index_terms, stem_words
 from lwc_trio.protocol.units import cost
 
 __all__ = [
@@ -217,30 +219,99 @@ def outline(body: str, limit: int = OUTLINE_MAX) -> list[str]:
     return heads
 
 
-Analysis = tuple[tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...]]
+Analysis = tuple[
+    tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...], tuple[str, ...] | None
+]
+"""A body's passages, each one's counts, each one's length in terms, and None when the counts
+are by term, else the folded words they are by (an ASCII body, `_ascii_analysis`)."""
 SMALL_BODY = 20_000
 """Bodies up to this many characters have their analysis kept for the last 1,024 of them;
 longer ones (each analysis up to ~100,000 characters' terms) for the last 16."""
 
 
 def _analyzed(body: str) -> Analysis:
-    """`body`'s passages, each one's term counts (its heading path counted with it) and
-    length in terms. Kept for recent bodies: agents ask about the same Pages again."""
+    """`body`'s passages, each one's counts (its heading path counted with it) and length in
+    terms. Kept for recent bodies: agents ask about the same Pages again."""
     return _small(body) if len(body) <= SMALL_BODY else _large(body)
 
 
 def _analysis(body: str) -> Analysis:
     passages = tuple(split_passages(body))
+    if body.isascii():
+        return _ascii_analysis(body, passages)
     counts: list[dict[str, int]] = []
     lengths: list[int] = []
     for passage in passages:
         terms = index_terms(" ".join(passage.path) + "\n" + body[passage.start : passage.end])
         lengths.append(len(terms))
-        found: dict[str, int] = {}
-        for term in terms:
-            found[term] = found.get(term, 0) + 1
+        counts.append(collections.Counter(terms))
+    return passages, tuple(counts), tuple(lengths), None
+
+
+_ALNUM = str.maketrans({chr(c): chr(c) if chr(c).isalnum() else " " for c in range(128)})
+"""ASCII letters and digits kept, any other ASCII character a space: after `str.lower`,
+`text.translate(_ALNUM).split()` gives the words `tokenize` finds in ASCII text (runs of
+`[^\\W_]`, ASCII), with a few C calls instead of a regex match per word."""
+
+
+def _ascii_analysis(body: str, passages: tuple[Passage, ...]) -> Analysis:
+    """`_analysis` of an ASCII body, each passage's counts by folded word (stop words left out):
+    what `index_terms` counts, before stemming. Stemming every word of every result Page was
+    most of a query's cost on long Pages, and a query needs its own terms only
+    (`_query_counts` finds the words behind them)."""
+    low = body.lower().translate(_ALNUM)
+    heads: dict[tuple[str, ...], list[str]] = {}
+    counts: list[dict[str, int]] = []
+    lengths: list[int] = []
+    for passage in passages:
+        words = heads.get(passage.path)
+        if words is None:
+            words = " ".join(passage.path).lower().translate(_ALNUM).split()
+            heads[passage.path] = words
+        found = collections.Counter(words)
+        found.update(low[passage.start : passage.end].split())
+        length = found.total() - sum(map(found.pop, found.keys() & STOP_WORDS))
         counts.append(found)
-    return passages, tuple(counts), tuple(lengths)
+        lengths.append(length)
+    distinct = tuple(dict.fromkeys(itertools.chain.from_iterable(counts)))
+    return passages, tuple(counts), tuple(lengths), distinct
+
+
+STEM_TAIL = 3
+"""An English Snowball stem differs from its word in at most its last two characters (it
+only ever drops a suffix, or changes or adds a letter or two at the end: "dying" → "die",
+"hoping" → "hope", "happy" → "happi"), so every word stemming to a term starts with the
+term less its last two characters; one more is left off for safety (`_words_for`)."""
+
+
+def _words_for(distinct: Sequence[str], terms: Sequence[str]) -> dict[str, list[str]]:
+    """Those of `distinct` (a body's folded words) whose stem is one of `terms`: only the
+    words starting like a term (`STEM_TAIL`) are stemmed."""
+    prefixes = tuple({t[: max(len(t) - STEM_TAIL, 0)] for t in terms})
+    candidates = list(itertools.compress(distinct, map(str.startswith, distinct, repeat(prefixes))))
+    wanted = set(terms)
+    out: dict[str, list[str]] = {}
+    for word, term in zip(candidates, stem_words(candidates), strict=True):
+        if term in wanted:
+            out.setdefault(term, []).append(word)
+    return out
+
+
+def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str, int]]:
+    """Each passage's counts of `terms` (those it holds; any other key is ignored)."""
+    _passages, counts, _lengths, distinct = analysis
+    if distinct is None:
+        return counts
+    words_of = _words_for(distinct, terms)
+    out: list[dict[str, int]] = []
+    for found in counts:
+        tfs: dict[str, int] = {}
+        for term, words in words_of.items():
+            tf = sum(found.get(word, 0) for word in words)
+            if tf:
+                tfs[term] = tf
+        out.append(tfs)
+    return out
 
 
 _small = functools.lru_cache(maxsize=1024)(_analysis)
@@ -386,7 +457,8 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
     """BM25 of every passage of every Page for `query`, all the Pages' passages one
     collection (IDF and mean length across them, so scores compare across Pages; scoring
     each Page's passages alone did worse on SQuAD), split back by Page."""
-    docs = [d for a in analyses for d in a[1]]
+    terms = [term for term, _count in query]
+    docs = [d for a in analyses for d in _query_counts(a, terms)]
     lengths = [n for a in analyses for n in a[2]]
     flat = _scores(docs, lengths, query)
     out = []
