@@ -20,6 +20,7 @@ from conftest_memory import ask, new_store, page, put_pages
 from lwc_trio.memory import search, vector
 from lwc_trio.memory.indexer import (
     MAX_SEGMENTS,
+    SNIPPET_SCAN,
     IndexBuffer,
     index_page,
     unindex_doc,
@@ -393,3 +394,63 @@ def test_the_numpy_flush_writes_the_plain_flushs_index(
         stores.append(_index_rows(db))
     assert stores[0] == stores[1]
     assert stores[0]["search_segments"]
+
+
+def _store_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return _index_rows(db) | {
+            table: conn.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2").fetchall()
+            for table, columns in (
+                ("search_fuzzy", "*"),
+                ("links", "*"),
+                ("pages", "slug, title, summary, body"),
+            )
+        }
+    finally:
+        conn.close()
+
+
+def test_the_analysis_process_writes_the_in_process_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk import analyzed by the second process (`memory/analysis.py`) writes exactly the
+    rows of the same import analyzed in-process: batches of several chunks, words sharing a
+    stem, links, non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, and a second
+    import where some Pages are unchanged (analyzed, not written), some rewritten."""
+    from lwc_trio.memory import writer
+
+    rng = random.Random(24)
+    long_body = " ".join(rng.choice(WORDS) for _ in range(SNIPPET_SCAN // 4))
+    odd = ["naïve café crème", "東京 cache 東京", "   ", long_body, "see [[p-3]] and [b](p-7.md)"]
+
+    def body(index: int) -> str:
+        words = " ".join(rng.choice(WORDS) + rng.choice(["", "s", "_x", "1"]) for _ in range(30))
+        return f"{words} {odd[index % len(odd)]} [[p-{index + 1}]]"
+
+    first = [page(f"p-{i}", f"Page {i} {rng.choice(WORDS)}", body(i)) for i in range(1300)]
+    second = [
+        p if i % 3 else page(p.slug, p.title, body(i + 7), summary="caching zebra")
+        for i, p in enumerate(first[:1100])
+    ] + [page(f"q-{i}", "Fresh", body(i)) for i in range(50)]
+    stores = []
+    started: list[int] = []
+    real_worker = writer.AnalysisWorker
+
+    def counted_worker() -> Any:
+        started.append(1)
+        return real_worker()
+
+    monkeypatch.setattr(writer, "AnalysisWorker", counted_worker)
+    for worker_min in (writer.ANALYSIS_WORKER_PAGES, 10**9):
+        monkeypatch.setattr(writer, "ANALYSIS_WORKER_PAGES", worker_min)
+        db = new_store(tmp_path / f"w{worker_min}")
+        with Wiki(db) as wiki:
+            assert wiki.put_pages(first, batch=600)["created"] == 1300
+            counts = wiki.put_pages(second, batch=400)
+        assert counts == {"created": 50, "updated": 367, "unchanged": 733}
+        stores.append(_store_rows(db))
+    assert len(started) == 2  # both imports of the first round, none of the second
+    assert stores[0] == stores[1]
+    assert stores[0]["search_segments"]
+    assert stores[0]["links"]

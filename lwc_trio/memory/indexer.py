@@ -16,11 +16,12 @@ import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from lwc_trio.exceptions import StoreError
+from lwc_trio.memory.links import extract_links
 from lwc_trio.memory.postings import (
     MAX_VALUE,
     Columns,
@@ -44,8 +45,11 @@ __all__ = [
     "GENERIC_TERMS",
     "MAX_SEGMENTS",
     "SNIPPET_SCAN",
+    "BatchAnalyzer",
     "IndexBuffer",
+    "PageAnalysis",
     "ascii_words",
+    "index_analyzed_page",
     "index_doc",
     "is_generic",
     "pack",
@@ -158,6 +162,11 @@ class IndexBuffer:
         """Every key of this buffer's postings and its local number: a body word, or an
         index term after `_TERM`."""
         self.numbers = itertools.count()
+        self.listed_keys: list[str] = []
+        self.listed_numbers: array[int] = array("i")
+        self.listed_terms: list[str] = []
+        """Keys numbered by another process (`BatchAnalyzer`, `add_numbered`), their numbers
+        and their index terms, aligned; `keys` stays empty then."""
         self.pending: list[str] = []
         """Keys of the latest postings, not numbered yet (`_number`)."""
         self.kids: array[int] = array("i")
@@ -189,6 +198,32 @@ class IndexBuffer:
         if len(pending) >= _PENDING_KEYS:
             self._number()
 
+    def learn(self, keys: list[str], numbers: array[int], terms: list[str]) -> None:
+        """Keys a `BatchAnalyzer` numbered for this buffer's batch, with their index terms."""
+        self.listed_keys.extend(keys)
+        self.listed_numbers.extend(numbers)
+        self.listed_terms.extend(terms)
+
+    def add_numbered(
+        self,
+        doc_id: int,
+        length: int,
+        columns: tuple[array[int], array[int], array[int]],
+        pairs: list[str],
+    ) -> None:
+        """One document's postings numbered by a `BatchAnalyzer` (`learn`): key numbers,
+        weighted counts, first offsets; `pairs` the words and terms its analysis learnt
+        (word, term, word, term…)."""
+        kids, tws, firsts = columns
+        self.kids.extend(kids)
+        self.tws.extend(tws)
+        self.firsts.extend(firsts)
+        self.doc_ids.append(doc_id)
+        self.doc_keys.append(len(kids))
+        self.doc_lengths.append(length)
+        if pairs:
+            self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
+
     def _number(self) -> None:
         """Give the pending keys their numbers: one dictionary step a posting, in C (a key
         seen before keeps its number; the numbers of new ones need not be consecutive)."""
@@ -202,11 +237,31 @@ class IndexBuffer:
         """The keys' numbers and, aligned, their index terms (every new body word stemmed
         at once)."""
         self._number()
+        if self.listed_keys:
+            if self.keys:
+                raise RuntimeError("an index buffer got keys numbered two ways")
+            return self._listed_terms()
         keys = list(self.keys)
         words = [key for key in keys if key[0] != _TERM]
         self.words.update(zip(words, stem_words(words), strict=True))
         seen = self.words
         return list(self.keys.values()), [seen[k] if k[0] != _TERM else k[1:] for k in keys]
+
+    def _listed_terms(self) -> tuple[list[int], list[str]]:
+        """`_key_terms` for keys a `BatchAnalyzer` numbered: those of this buffer's postings
+        (the batch's unchanged Pages were analyzed too, not indexed), and the body words
+        among them learn their stems."""
+        np = _numpy()
+        numbers = np.frombuffer(self.listed_numbers, np.int32)
+        used = np.zeros(int(numbers.max()) + 1, dtype=bool)
+        used[np.frombuffer(self.kids, np.int32)] = True
+        chosen = np.flatnonzero(used[numbers]).tolist()
+        keys = list(map(self.listed_keys.__getitem__, chosen))
+        terms = list(map(self.listed_terms.__getitem__, chosen))
+        self.words.update(
+            (key, term) for key, term in zip(keys, terms, strict=True) if key[0] != _TERM
+        )
+        return numbers[chosen].tolist(), terms
 
     def _grouped(self) -> tuple[list[str], list[int], list[bytes]]:
         """Every term of the buffer (sorted), its number of documents (the dead ones
@@ -606,27 +661,147 @@ def index_doc(
     found = _analyze(fields, snippet, own.words)
     length = found.length
     generic = is_generic(name, found.title_terms, found.generic_path if name == fields[1] else None)
+    doc_id = _insert_doc(
+        conn, doc_type, ident, found.title_terms, found.path_terms, generic, length
+    )
+    own.add(doc_id, length, found.keyed, found.firsts)
+    _counted(own, doc_id, length, found.heads)
+    if buffer is None:
+        own.flush(conn)
+
+
+def _insert_doc(
+    conn: sqlite3.Connection,
+    doc_type: str,
+    ident: str,
+    title_terms: list[str],
+    path_terms: list[str],
+    generic: bool,
+    length: int,
+) -> int:
+    """The document's `search_docs` row; its new doc id."""
     cursor = conn.execute(
         "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (doc_type, ident, " ".join(found.title_terms), " ".join(found.path_terms), int(generic),
-         length),
-    )  # fmt: skip
+        (doc_type, ident, " ".join(title_terms), " ".join(path_terms), int(generic), length),
+    )
     doc_id = cursor.lastrowid
     if doc_id is None or doc_id > MAX_DOC_ID:
         raise StoreError(
             "store_needs_recovery", "the search index ran out of document ids: run `lwc repair`"
         )
+    return doc_id
+
+
+def _counted(own: IndexBuffer, doc_id: int, length: int, heads: Iterable[str]) -> None:
+    """A document added to `own`: its title and path terms, the batch's statistics."""
     if not own.first_doc:
         own.first_doc = doc_id
-    own.add(doc_id, length, found.keyed, found.firsts)
-    heads = own.heads
-    for term in found.heads:
-        heads[term].append(doc_id)
+    by_term = own.heads
+    for term in heads:
+        by_term[term].append(doc_id)
     own.docs += 1
     own.length += length
-    if buffer is None:
-        own.flush(conn)
+
+
+class PageAnalysis(NamedTuple):
+    """What `index_page` works out from a Page's text alone, done by a `BatchAnalyzer`
+    (in a bulk import's second process, `memory/analysis.py`)."""
+
+    length: int
+    title_terms: list[str]
+    path_terms: list[str]
+    heads: list[str]
+    generic: bool
+    pairs: list[str]
+    """The words and index terms the short fields (and a body not analyzed by keys) taught,
+    flat: word, term, word, term…"""
+    links: list[str]
+    """`links.extract_links` of the body (the Page's own slug left out)."""
+    postings: int
+    """How many of the chunk's posting columns are this Page's."""
+
+
+ChunkColumns = tuple["array[int]", "array[int]", "array[int]"]
+"""A chunk's postings, Page after Page: key numbers, weighted counts, first offsets."""
+
+
+class AnalyzedChunk(NamedTuple):
+    """`BatchAnalyzer.chunk`'s answer: the Pages' analyses, their postings, and the keys the
+    chunk numbered first (with their numbers and index terms)."""
+
+    pages: list[PageAnalysis]
+    columns: ChunkColumns
+    keys: list[str]
+    numbers: array[int]
+    terms: list[str]
+
+
+class BatchAnalyzer:
+    """Analyzes Pages chunk after chunk for one write batch after another, as `index_page`
+    would, numbering the postings' keys per batch like `IndexBuffer` (`learn`,
+    `add_numbered`): pure work on the Pages' text, no store, so another process can do it."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, int] = {}
+        self.numbers = itertools.count()
+
+    def chunk(
+        self, pages: list[tuple[str, str, str | None, str]], *, new_batch: bool
+    ) -> AnalyzedChunk:
+        """Analyze `pages` (slug, title, summary, body); `new_batch` starts a batch's keys."""
+        if new_batch:
+            self.__init__()  # type: ignore[misc]  # a new batch numbers its keys anew
+        keys = self.keys
+        known = len(keys)
+        pending: list[str] = []
+        tws: array[int] = array("i")
+        firsts: array[int] = array("i")
+        out: list[PageAnalysis] = []
+        for slug, title, summary, body in pages:
+            fields = (title, slug, summary or "", body)
+            seen: dict[str, str] = {}
+            found = _analyze(fields, snippet_text(body, summary), seen)
+            pending.extend(found.keyed)
+            tws.fromlist(list(found.keyed.values()))
+            firsts.fromlist(found.firsts)
+            out.append(
+                PageAnalysis(
+                    found.length,
+                    found.title_terms,
+                    found.path_terms,
+                    list(found.heads),
+                    is_generic(slug, found.title_terms, found.generic_path),
+                    [item for pair in seen.items() for item in pair],
+                    extract_links(body, own_slug=slug),
+                    len(found.keyed),
+                )
+            )
+        kids: array[int] = array("i")
+        kids.extend(map(keys.setdefault, pending, self.numbers))
+        new = list(islice(keys.items(), known, None))
+        new_keys = [key for key, _number in new]
+        words = [key for key in new_keys if key[0] != _TERM]
+        stems = iter(stem_words(words))
+        terms = [key[1:] if key[0] == _TERM else next(stems) for key in new_keys]
+        numbers: array[int] = array("i", [number for _key, number in new])
+        return AnalyzedChunk(out, (kids, tws, firsts), new_keys, numbers, terms)
+
+
+def index_analyzed_page(
+    conn: sqlite3.Connection,
+    slug: str,
+    analysis: PageAnalysis,
+    columns: ChunkColumns,
+    buffer: IndexBuffer,
+) -> None:
+    """`index_page` for a Page a `BatchAnalyzer` analyzed: `columns` are its postings."""
+    doc_id = _insert_doc(
+        conn, "page", slug, analysis.title_terms, analysis.path_terms, analysis.generic,
+        analysis.length,
+    )  # fmt: skip
+    buffer.add_numbered(doc_id, analysis.length, columns, analysis.pairs)
+    _counted(buffer, doc_id, analysis.length, analysis.heads)
 
 
 def index_page(
