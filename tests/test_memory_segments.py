@@ -418,7 +418,7 @@ def test_the_analysis_process_writes_the_in_process_index(
     rows of the same import analyzed in-process: batches of several chunks, words sharing a
     stem, links, non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, and a second
     import where some Pages are unchanged (analyzed, not written), some rewritten."""
-    from lwc_trio.memory import writer
+    from lwc_trio.memory import analysis, writer
 
     rng = random.Random(24)
     long_body = " ".join(rng.choice(WORDS) for _ in range(SNIPPET_SCAN // 4))
@@ -435,7 +435,7 @@ def test_the_analysis_process_writes_the_in_process_index(
     ] + [page(f"q-{i}", "Fresh", body(i)) for i in range(50)]
     stores = []
     started: list[int] = []
-    real_worker = writer.AnalysisWorker
+    real_worker = analysis.AnalysisWorker
 
     def counted_worker() -> Any:
         started.append(1)
