@@ -454,3 +454,28 @@ def test_the_analysis_process_writes_the_in_process_index(
     assert stores[0] == stores[1]
     assert stores[0]["search_segments"]
     assert stores[0]["links"]
+
+
+def _fuzzy_words(db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return {str(row[0]) for row in conn.execute("SELECT word FROM search_fuzzy")}
+    finally:
+        conn.close()
+
+
+def test_a_writer_writes_typo_rows_again_after_another_writes_between(tmp_path: Path) -> None:
+    """A writer skips the typo-index rows of words its own earlier transactions wrote, but
+    not after another writer's transaction: that one may have removed them (a Page removed,
+    then `lwc repair`)."""
+    db = new_store(tmp_path)
+    with Wiki(db) as first, Wiki(db) as other:
+        first.put_pages([page("a", "Alpha", "zebra quartz")])
+        first.put_pages([page("b", "Beta", "zebra nimbus")])
+        assert {"zebra", "quartz", "nimbus"} <= _fuzzy_words(db)
+        other.remove_page("a")
+        other.remove_page("b")
+        other.repair()
+        assert "zebra" not in _fuzzy_words(db)
+        first.put_pages([page("c", "Gamma", "zebra stratus")])
+        assert {"zebra", "stratus"} <= _fuzzy_words(db)

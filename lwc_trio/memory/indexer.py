@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from itertools import accumulate, islice, repeat
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
@@ -306,11 +306,15 @@ class IndexBuffer:
             )
         return terms, counts, blobs
 
-    def flush(self, conn: sqlite3.Connection) -> None:
-        """Write what was collected (inside the same transaction) and start over."""
+    def flush(self, conn: sqlite3.Connection, recorded: Set[str] = frozenset()) -> list[str]:
+        """Write what was collected (inside the same transaction) and start over; the words
+        whose typo-index and `search_words` rows it wrote. `recorded` are words an earlier
+        transaction of this writer already wrote those rows for (a word's stem never
+        changes): they are not written again."""
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
         df = self.df
+        taken_out = len(df)  # terms of documents `unindex_doc` took out
         terms, counts, blobs = self._grouped()
         for term, count in zip(terms, counts, strict=True):
             df[term] += count
@@ -328,7 +332,10 @@ class IndexBuffer:
                 ],
             )
         added = {term for term, _blob in written}
-        changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
+        if taken_out:
+            changes = sorted(term for term in df if df[term] or term in added)
+        else:  # `df` holds `terms` only, sorted
+            changes = [term for term in terms if df[term] or term in added]
         if changes:
             conn.executemany(
                 "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, ?) ON CONFLICT (term) "
@@ -344,8 +351,11 @@ class IndexBuffer:
                     [(term, term) for (term,) in gone],
                 )
             _merge_segments(conn, [term for term in changes if term in added])
-        record_words(conn, self.words)
-        pairs = sorted((word, term) for word, term in self.words.items() if word != term)
+        words = self.words
+        if recorded:
+            words = {word: term for word, term in words.items() if word not in recorded}
+        record_words(conn, words)
+        pairs = sorted((word, term) for word, term in words.items() if word != term)
         if pairs:
             conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
         if self.docs or self.length:
@@ -355,6 +365,7 @@ class IndexBuffer:
                 [("docs", self.docs), ("length", self.length)],
             )
         self._reset()
+        return list(words)
 
 
 def _numpy() -> Any:

@@ -74,6 +74,8 @@ ANALYSIS_WORKER_PAGES = 1000
 """Pages from which `put_pages` analyzes them in a second process (`memory/analysis.py`)
 while it writes: starting one costs a Python start-up (~0.1 s), which a `lwc page put` or a
 small folder never pays."""
+RECORDED_WORDS = 1_000_000
+"""Words a `Wiki` remembers having written to the typo index (`_recorded`), at most."""
 REPAIR_VACUUM_SHARE = 4
 """`lwc repair` rewrites the file (VACUUM) when more than 1/this of its pages are free."""
 Progress = Callable[[int, int], None]
@@ -309,6 +311,11 @@ class Wiki:
         self.conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         # Frequencies, vocabulary and statistics of the open content write (`_content_write`).
         self._buffer: IndexBuffer | None = None
+        # Words whose typo-index and `search_words` rows this writer's own transactions wrote,
+        # while no other write came between (`store_revision` is still `_recorded_at`): a
+        # bulk import's later batches do not write them again.
+        self._recorded: set[str] = set()
+        self._recorded_at = -1
 
     def __enter__(self) -> Wiki:
         return self
@@ -332,6 +339,8 @@ class Wiki:
         """
         with self._transaction(content=True):
             info = read_info(self.conn)
+            if info.store_revision != self._recorded_at:
+                self._recorded.clear()  # another write came between: it may have removed some
             ready = graph_status(info) == "ready"
             before = stale_before(self.conn, set(planned)) if ready else None
             touched: set[str] = set()
@@ -339,7 +348,7 @@ class Wiki:
             try:
                 yield touched
                 # Document frequencies and statistics: once per transaction, not per document.
-                self._buffer.flush(self.conn)
+                fresh = self._buffer.flush(self.conn, self._recorded)
             finally:
                 self._buffer = None
             if ready:
@@ -349,6 +358,11 @@ class Wiki:
                     "UPDATE meta SET value = ? WHERE key = 'graph_built_revision'",
                     (str(info.content_revision + 1),),
                 )
+        # Committed (write_transaction added one to store_revision).
+        if len(self._recorded) + len(fresh) > RECORDED_WORDS:
+            self._recorded.clear()
+        self._recorded.update(fresh)
+        self._recorded_at = info.store_revision + 1
 
     @contextlib.contextmanager
     def _transaction(self, *, content: bool) -> Iterator[None]:
