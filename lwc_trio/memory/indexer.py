@@ -753,16 +753,19 @@ class BatchAnalyzer:
     would, numbering the postings' keys per batch like `IndexBuffer` (`learn`,
     `add_numbered`): pure work on the Pages' text, no store, so another process can do it."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 0) -> None:
+        self.first = first
         self.keys: dict[str, int] = {}
-        self.numbers = itertools.count()
+        self.numbers = itertools.count(first, 2)
+        """Even numbers from 0 or odd ones from 1: two analyzers can share a batch (the same
+        key under two numbers is one term all the same)."""
 
     def chunk(
         self, pages: list[tuple[str, str, str | None, str]], *, new_batch: bool
     ) -> AnalyzedChunk:
         """Analyze `pages` (slug, title, summary, body); `new_batch` starts a batch's keys."""
         if new_batch:
-            self.__init__()  # type: ignore[misc]  # a new batch numbers its keys anew
+            self.__init__(self.first)  # type: ignore[misc]  # a batch numbers its keys anew
         keys = self.keys
         known = len(keys)
         pending: list[str] = []
