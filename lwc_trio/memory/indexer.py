@@ -233,24 +233,25 @@ class IndexBuffer:
     def _reset(self) -> None:
         self.__init__()  # type: ignore[misc]  # the same empty buffer
 
-    def _key_terms(self) -> tuple[list[int], list[str]]:
+    def _key_terms(self, recorded: Set[str] = frozenset()) -> tuple[list[int], list[str]]:
         """The keys' numbers and, aligned, their index terms (every new body word stemmed
         at once)."""
         self._number()
         if self.listed_keys:
             if self.keys:
                 raise RuntimeError("an index buffer got keys numbered two ways")
-            return self._listed_terms()
+            return self._listed_terms(recorded)
         keys = list(self.keys)
         words = [key for key in keys if key[0] != _TERM]
         self.words.update(zip(words, stem_words(words), strict=True))
         seen = self.words
         return list(self.keys.values()), [seen[k] if k[0] != _TERM else k[1:] for k in keys]
 
-    def _listed_terms(self) -> tuple[list[int], list[str]]:
+    def _listed_terms(self, recorded: Set[str]) -> tuple[list[int], list[str]]:
         """`_key_terms` for keys a `BatchAnalyzer` numbered: those of this buffer's postings
         (the batch's unchanged Pages were analyzed too, not indexed), and the body words
-        among them learn their stems."""
+        among them learn their stems (but those in `recorded`: `flush` writes nothing for
+        them)."""
         np = _numpy()
         numbers = np.frombuffer(self.listed_numbers, np.int32)
         used = np.zeros(int(numbers.max()) + 1, dtype=bool)
@@ -259,16 +260,20 @@ class IndexBuffer:
         keys = list(map(self.listed_keys.__getitem__, chosen))
         terms = list(map(self.listed_terms.__getitem__, chosen))
         self.words.update(
-            (key, term) for key, term in zip(keys, terms, strict=True) if key[0] != _TERM
+            (key, term)
+            for key, term in zip(keys, terms, strict=True)
+            if key[0] != _TERM and key not in recorded
         )
         return numbers[chosen].tolist(), terms
 
-    def _grouped(self) -> tuple[list[str], list[int], list[bytes]]:
+    def _grouped(
+        self, recorded: Set[str] = frozenset()
+    ) -> tuple[list[str], list[int], list[bytes]]:
         """Every term of the buffer (sorted), its number of documents (the dead ones
         included: their unindexing subtracted them) and its live postings' blob (b"": none)."""
         if not self.doc_ids:
             return [], [], []
-        numbers, key_terms = self._key_terms()
+        numbers, key_terms = self._key_terms(recorded)
         if len(self.kids) >= VECTOR_POSTINGS:
             return _grouped_numpy(self, numbers, key_terms)
         term_of = dict(zip(numbers, key_terms, strict=True))
@@ -315,7 +320,7 @@ class IndexBuffer:
         dead = self.dead
         df = self.df
         taken_out = len(df)  # terms of documents `unindex_doc` took out
-        terms, counts, blobs = self._grouped()
+        terms, counts, blobs = self._grouped(recorded)
         for term, count in zip(terms, counts, strict=True):
             df[term] += count
         if dead:
@@ -386,13 +391,20 @@ def _grouped_numpy(
     terms = sorted(set(key_terms))
     rank_of = dict(zip(terms, range(len(terms)), strict=True))
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int64)
-    key_rank[np.asarray(numbers, dtype=np.int64)] = [rank_of[term] for term in key_terms]
+    key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
+    doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
+    if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
+        raise RuntimeError("an index buffer's documents are not in ascending id order")
     per_doc = np.frombuffer(buffer.doc_keys, np.int32)
-    ids = np.repeat(np.frombuffer(buffer.doc_ids, np.int32), per_doc)
-    combined = (key_rank[np.frombuffer(buffer.kids, np.int32)] << 32) | ids
+    ids = np.repeat(doc_ids, per_doc)
+    ranks = key_rank[np.frombuffer(buffer.kids, np.int32)]
     del key_rank
-    order = np.argsort(combined, kind="stable")
-    combined = combined[order]
+    # By (term, doc id): the postings come document after document, ids ascending, so a
+    # stable sort by term alone is enough; by its two 16-bit halves, each a radix sort.
+    order = np.argsort((ranks & 0xFFFF).astype(np.uint16), kind="stable")
+    order = order[np.argsort((ranks[order] >> 16).astype(np.uint16), kind="stable")]
+    combined = (ranks[order] << 32) | ids[order]
+    del ranks
     starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
     firsts_of_group = order[starts]
     g_ranks = (combined[starts] >> 32).astype(np.int32)
