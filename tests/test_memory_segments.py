@@ -479,3 +479,20 @@ def test_a_writer_writes_typo_rows_again_after_another_writes_between(tmp_path: 
         assert "zebra" not in _fuzzy_words(db)
         first.put_pages([page("c", "Gamma", "zebra stratus")])
         assert {"zebra", "stratus"} <= _fuzzy_words(db)
+
+
+def test_a_bulk_import_analyzes_in_process_when_no_process_can_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No second process (a process limit, a sandbox): the import is analyzed here."""
+    from lwc_trio.memory import writer
+
+    def refused() -> Any:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(writer, "AnalysisWorker", refused)
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i}") for i in range(1000)]
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki:
+        assert wiki.put_pages(pages)["created"] == 1000
+    assert {"zebra", "quartz"} <= _fuzzy_words(db)

@@ -252,6 +252,15 @@ class _Ahead:
         return upcoming
 
 
+def _start_worker() -> AnalysisWorker | None:
+    """A second process for a bulk import's analysis; None (analyze here) when no process
+    can be started (a process limit, a sandbox)."""
+    try:
+        return AnalysisWorker()
+    except OSError:
+        return None
+
+
 def _texts(pages: list[PageInput]) -> list[tuple[str, str, str | None, str]]:
     return [(page.slug, page.title, page.summary, page.body) for page in pages]
 
@@ -508,7 +517,7 @@ class Wiki:
         counts = {"created": 0, "updated": 0, "unchanged": 0}
         total = len(pages)
         done = 0
-        worker = AnalysisWorker() if total >= ANALYSIS_WORKER_PAGES else None
+        worker = _start_worker() if total >= ANALYSIS_WORKER_PAGES else None
         try:
             batches = _Ahead(_batches(pages, batch))
             chunk = batches.next()
