@@ -496,3 +496,20 @@ def test_a_bulk_import_analyzes_in_process_when_no_process_can_start(
     with Wiki(db) as wiki:
         assert wiki.put_pages(pages)["created"] == 1000
     assert {"zebra", "quartz"} <= _fuzzy_words(db)
+
+
+def test_a_bulk_import_on_one_cpu_starts_no_second_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process allowed one CPU only analyzes the Pages itself: a second process could not
+    run beside it and would only add the cost of sending the text."""
+    from lwc_trio.memory import writer
+
+    started: list[int] = []
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0}, raising=False)
+    monkeypatch.setattr(writer, "AnalysisWorker", lambda: started.append(1))
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i}") for i in range(1000)]
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki:
+        assert wiki.put_pages(pages)["created"] == 1000
+    assert not started

@@ -11,6 +11,7 @@ import abc
 import contextlib
 import hashlib
 import itertools
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -253,12 +254,23 @@ class _Ahead:
 
 
 def _start_worker() -> AnalysisWorker | None:
-    """A second process for a bulk import's analysis; None (analyze here) when no process
-    can be started (a process limit, a sandbox)."""
+    """A second process for a bulk import's analysis; None (analyze here) when this process
+    may run on one CPU only (it would only add the cost of sending the text) or when no
+    process can be started (a process limit, a sandbox)."""
+    if _cpus() < 2:
+        return None
     try:
         return AnalysisWorker()
     except OSError:
         return None
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def _texts(pages: list[PageInput]) -> list[tuple[str, str, str | None, str]]:
