@@ -20,6 +20,7 @@ from conftest_memory import ask, new_store, page, put_pages
 from lwc_trio.memory import search, vector
 from lwc_trio.memory.indexer import (
     MAX_SEGMENTS,
+    SNIPPET_SCAN,
     IndexBuffer,
     index_page,
     unindex_doc,
@@ -437,3 +438,122 @@ def test_merges_with_numpy_write_the_plain_merges_rows(
         per_term[term] = per_term.get(term, 0) + 1
     assert max(per_term.values()) <= MAX_SEGMENTS  # merged, not only appended
     assert len(segments) < len(per_term) * (2 * MAX_SEGMENTS + 3)
+
+
+def _store_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return _index_rows(db) | {
+            table: conn.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2").fetchall()
+            for table, columns in (
+                ("search_fuzzy", "*"),
+                ("links", "*"),
+                ("pages", "slug, title, summary, body"),
+            )
+        }
+    finally:
+        conn.close()
+
+
+def test_the_analysis_process_writes_the_in_process_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk import analyzed by the second process (`memory/analysis.py`) writes exactly the
+    rows of the same import analyzed in-process: batches of several chunks, words sharing a
+    stem, links, non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, and a second
+    import where some Pages are unchanged (analyzed, not written), some rewritten."""
+    from lwc_trio.memory import analysis, writer
+
+    rng = random.Random(24)
+    long_body = " ".join(rng.choice(WORDS) for _ in range(SNIPPET_SCAN // 4))
+    odd = ["naïve café crème", "東京 cache 東京", "   ", long_body, "see [[p-3]] and [b](p-7.md)"]
+
+    def body(index: int) -> str:
+        words = " ".join(rng.choice(WORDS) + rng.choice(["", "s", "_x", "1"]) for _ in range(30))
+        return f"{words} {odd[index % len(odd)]} [[p-{index + 1}]]"
+
+    first = [page(f"p-{i}", f"Page {i} {rng.choice(WORDS)}", body(i)) for i in range(1300)]
+    second = [
+        p if i % 3 else page(p.slug, p.title, body(i + 7), summary="caching zebra")
+        for i, p in enumerate(first[:1100])
+    ] + [page(f"q-{i}", "Fresh", body(i)) for i in range(50)]
+    stores = []
+    started: list[int] = []
+    real_worker = analysis.AnalysisWorker
+
+    def counted_worker() -> Any:
+        started.append(1)
+        return real_worker()
+
+    monkeypatch.setattr(writer, "AnalysisWorker", counted_worker)
+    for worker_min in (writer.ANALYSIS_WORKER_PAGES, 10**9):
+        monkeypatch.setattr(writer, "ANALYSIS_WORKER_PAGES", worker_min)
+        db = new_store(tmp_path / f"w{worker_min}")
+        with Wiki(db) as wiki:
+            assert wiki.put_pages(first, batch=600)["created"] == 1300
+            counts = wiki.put_pages(second, batch=400)
+        assert counts == {"created": 50, "updated": 367, "unchanged": 733}
+        stores.append(_store_rows(db))
+    assert len(started) == 2  # both imports of the first round, none of the second
+    assert stores[0] == stores[1]
+    assert stores[0]["search_segments"]
+    assert stores[0]["links"]
+
+
+def _fuzzy_words(db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return {str(row[0]) for row in conn.execute("SELECT word FROM search_fuzzy")}
+    finally:
+        conn.close()
+
+
+def test_a_writer_writes_typo_rows_again_after_another_writes_between(tmp_path: Path) -> None:
+    """A writer skips the typo-index rows of words its own earlier transactions wrote, but
+    not after another writer's transaction: that one may have removed them (a Page removed,
+    then `lwc repair`)."""
+    db = new_store(tmp_path)
+    with Wiki(db) as first, Wiki(db) as other:
+        first.put_pages([page("a", "Alpha", "zebra quartz")])
+        first.put_pages([page("b", "Beta", "zebra nimbus")])
+        assert {"zebra", "quartz", "nimbus"} <= _fuzzy_words(db)
+        other.remove_page("a")
+        other.remove_page("b")
+        other.repair()
+        assert "zebra" not in _fuzzy_words(db)
+        first.put_pages([page("c", "Gamma", "zebra stratus")])
+        assert {"zebra", "stratus"} <= _fuzzy_words(db)
+
+
+def test_a_bulk_import_analyzes_in_process_when_no_process_can_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No second process (a process limit, a sandbox): the import is analyzed here."""
+    from lwc_trio.memory import writer
+
+    def refused() -> Any:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(writer, "AnalysisWorker", refused)
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i}") for i in range(1000)]
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki:
+        assert wiki.put_pages(pages)["created"] == 1000
+    assert {"zebra", "quartz"} <= _fuzzy_words(db)
+
+
+def test_a_bulk_import_on_one_cpu_starts_no_second_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process allowed one CPU only analyzes the Pages itself: a second process could not
+    run beside it and would only add the cost of sending the text."""
+    from lwc_trio.memory import writer
+
+    started: list[int] = []
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0}, raising=False)
+    monkeypatch.setattr(writer, "AnalysisWorker", lambda: started.append(1))
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i}") for i in range(1000)]
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki:
+        assert wiki.put_pages(pages)["created"] == 1000
+    assert not started

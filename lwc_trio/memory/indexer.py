@@ -15,12 +15,13 @@ import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from itertools import accumulate, repeat
+from collections.abc import Iterable, Set
+from itertools import accumulate, islice, repeat
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from lwc_trio.exceptions import StoreError
+from lwc_trio.memory.links import extract_links
 from lwc_trio.memory.postings import (
     MAX_VALUE,
     decode_batch,
@@ -43,8 +44,11 @@ __all__ = [
     "GENERIC_TERMS",
     "MAX_SEGMENTS",
     "SNIPPET_SCAN",
+    "BatchAnalyzer",
     "IndexBuffer",
+    "PageAnalysis",
     "ascii_words",
+    "index_analyzed_page",
     "index_doc",
     "is_generic",
     "pack",
@@ -157,6 +161,11 @@ class IndexBuffer:
         """Every key of this buffer's postings and its local number: a body word, or an
         index term after `_TERM`."""
         self.numbers = itertools.count()
+        self.listed_keys: list[str] = []
+        self.listed_numbers: array[int] = array("i")
+        self.listed_terms: list[str] = []
+        """Keys numbered by another process (`BatchAnalyzer`, `add_numbered`), their numbers
+        and their index terms, aligned; `keys` stays empty then."""
         self.pending: list[str] = []
         """Keys of the latest postings, not numbered yet (`_number`)."""
         self.kids: array[int] = array("i")
@@ -188,6 +197,32 @@ class IndexBuffer:
         if len(pending) >= _PENDING_KEYS:
             self._number()
 
+    def learn(self, keys: list[str], numbers: array[int], terms: list[str]) -> None:
+        """Keys a `BatchAnalyzer` numbered for this buffer's batch, with their index terms."""
+        self.listed_keys.extend(keys)
+        self.listed_numbers.extend(numbers)
+        self.listed_terms.extend(terms)
+
+    def add_numbered(
+        self,
+        doc_id: int,
+        length: int,
+        columns: tuple[array[int], array[int], array[int]],
+        pairs: list[str],
+    ) -> None:
+        """One document's postings numbered by a `BatchAnalyzer` (`learn`): key numbers,
+        weighted counts, first offsets; `pairs` the words and terms its analysis learnt
+        (word, term, word, term…)."""
+        kids, tws, firsts = columns
+        self.kids.extend(kids)
+        self.tws.extend(tws)
+        self.firsts.extend(firsts)
+        self.doc_ids.append(doc_id)
+        self.doc_keys.append(len(kids))
+        self.doc_lengths.append(length)
+        if pairs:
+            self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
+
     def _number(self) -> None:
         """Give the pending keys their numbers: one dictionary step a posting, in C (a key
         seen before keeps its number; the numbers of new ones need not be consecutive)."""
@@ -197,22 +232,47 @@ class IndexBuffer:
     def _reset(self) -> None:
         self.__init__()  # type: ignore[misc]  # the same empty buffer
 
-    def _key_terms(self) -> tuple[list[int], list[str]]:
+    def _key_terms(self, recorded: Set[str] = frozenset()) -> tuple[list[int], list[str]]:
         """The keys' numbers and, aligned, their index terms (every new body word stemmed
         at once)."""
         self._number()
+        if self.listed_keys:
+            if self.keys:
+                raise RuntimeError("an index buffer got keys numbered two ways")
+            return self._listed_terms(recorded)
         keys = list(self.keys)
         words = [key for key in keys if key[0] != _TERM]
         self.words.update(zip(words, stem_words(words), strict=True))
         seen = self.words
         return list(self.keys.values()), [seen[k] if k[0] != _TERM else k[1:] for k in keys]
 
-    def _grouped(self) -> tuple[list[str], list[int], list[bytes]]:
+    def _listed_terms(self, recorded: Set[str]) -> tuple[list[int], list[str]]:
+        """`_key_terms` for keys a `BatchAnalyzer` numbered: those of this buffer's postings
+        (the batch's unchanged Pages were analyzed too, not indexed), and the body words
+        among them learn their stems (but those in `recorded`: `flush` writes nothing for
+        them)."""
+        np = _numpy()
+        numbers = np.frombuffer(self.listed_numbers, np.int32)
+        used = np.zeros(int(numbers.max()) + 1, dtype=bool)
+        used[np.frombuffer(self.kids, np.int32)] = True
+        chosen = np.flatnonzero(used[numbers]).tolist()
+        keys = list(map(self.listed_keys.__getitem__, chosen))
+        terms = list(map(self.listed_terms.__getitem__, chosen))
+        self.words.update(
+            (key, term)
+            for key, term in zip(keys, terms, strict=True)
+            if key[0] != _TERM and key not in recorded
+        )
+        return numbers[chosen].tolist(), terms
+
+    def _grouped(
+        self, recorded: Set[str] = frozenset()
+    ) -> tuple[list[str], list[int], list[bytes]]:
         """Every term of the buffer (sorted), its number of documents (the dead ones
         included: their unindexing subtracted them) and its live postings' blob (b"": none)."""
         if not self.doc_ids:
             return [], [], []
-        numbers, key_terms = self._key_terms()
+        numbers, key_terms = self._key_terms(recorded)
         if len(self.kids) >= VECTOR_POSTINGS:
             return _grouped_numpy(self, numbers, key_terms)
         term_of = dict(zip(numbers, key_terms, strict=True))
@@ -250,12 +310,16 @@ class IndexBuffer:
             )
         return terms, counts, blobs
 
-    def flush(self, conn: sqlite3.Connection) -> None:
-        """Write what was collected (inside the same transaction) and start over."""
+    def flush(self, conn: sqlite3.Connection, recorded: Set[str] = frozenset()) -> list[str]:
+        """Write what was collected (inside the same transaction) and start over; the words
+        whose typo-index and `search_words` rows it wrote. `recorded` are words an earlier
+        transaction of this writer already wrote those rows for (a word's stem never
+        changes): they are not written again."""
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
         df = self.df
-        terms, counts, blobs = self._grouped()
+        taken_out = len(df)  # terms of documents `unindex_doc` took out
+        terms, counts, blobs = self._grouped(recorded)
         for term, count in zip(terms, counts, strict=True):
             df[term] += count
         if dead:
@@ -272,7 +336,10 @@ class IndexBuffer:
                 ],
             )
         added = {term for term, _blob in written}
-        changes = sorted(term for term in {*df, *added} if df.get(term, 0) or term in added)
+        if taken_out:
+            changes = sorted(term for term in df if df[term] or term in added)
+        else:  # `df` holds `terms` only, sorted
+            changes = [term for term in terms if df[term] or term in added]
         if changes:
             conn.executemany(
                 "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, ?) ON CONFLICT (term) "
@@ -288,8 +355,11 @@ class IndexBuffer:
                     [(term, term) for (term,) in gone],
                 )
             _merge_segments(conn, [term for term in changes if term in added])
-        record_words(conn, self.words)
-        pairs = sorted((word, term) for word, term in self.words.items() if word != term)
+        words = self.words
+        if recorded:
+            words = {word: term for word, term in words.items() if word not in recorded}
+        record_words(conn, words)
+        pairs = sorted((word, term) for word, term in words.items() if word != term)
         if pairs:
             conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
         if self.docs or self.length:
@@ -299,6 +369,7 @@ class IndexBuffer:
                 [("docs", self.docs), ("length", self.length)],
             )
         self._reset()
+        return list(words)
 
 
 def _numpy() -> Any:
@@ -319,13 +390,20 @@ def _grouped_numpy(
     terms = sorted(set(key_terms))
     rank_of = dict(zip(terms, range(len(terms)), strict=True))
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int64)
-    key_rank[np.asarray(numbers, dtype=np.int64)] = [rank_of[term] for term in key_terms]
+    key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
+    doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
+    if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
+        raise RuntimeError("an index buffer's documents are not in ascending id order")
     per_doc = np.frombuffer(buffer.doc_keys, np.int32)
-    ids = np.repeat(np.frombuffer(buffer.doc_ids, np.int32), per_doc)
-    combined = (key_rank[np.frombuffer(buffer.kids, np.int32)] << 32) | ids
+    ids = np.repeat(doc_ids, per_doc)
+    ranks = key_rank[np.frombuffer(buffer.kids, np.int32)]
     del key_rank
-    order = np.argsort(combined, kind="stable")
-    combined = combined[order]
+    # By (term, doc id): the postings come document after document, ids ascending, so a
+    # stable sort by term alone is enough; by its two 16-bit halves, each a radix sort.
+    order = np.argsort((ranks & 0xFFFF).astype(np.uint16), kind="stable")
+    order = order[np.argsort((ranks[order] >> 16).astype(np.uint16), kind="stable")]
+    combined = (ranks[order] << 32) | ids[order]
+    del ranks
     starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
     firsts_of_group = order[starts]
     g_ranks = (combined[starts] >> 32).astype(np.int32)
@@ -733,27 +811,150 @@ def index_doc(
     found = _analyze(fields, snippet, own.words)
     length = found.length
     generic = is_generic(name, found.title_terms, found.generic_path if name == fields[1] else None)
+    doc_id = _insert_doc(
+        conn, doc_type, ident, found.title_terms, found.path_terms, generic, length
+    )
+    own.add(doc_id, length, found.keyed, found.firsts)
+    _counted(own, doc_id, length, found.heads)
+    if buffer is None:
+        own.flush(conn)
+
+
+def _insert_doc(
+    conn: sqlite3.Connection,
+    doc_type: str,
+    ident: str,
+    title_terms: list[str],
+    path_terms: list[str],
+    generic: bool,
+    length: int,
+) -> int:
+    """The document's `search_docs` row; its new doc id."""
     cursor = conn.execute(
         "INSERT INTO search_docs (doc_type, ident, title_terms, path_terms, generic, length) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (doc_type, ident, " ".join(found.title_terms), " ".join(found.path_terms), int(generic),
-         length),
-    )  # fmt: skip
+        (doc_type, ident, " ".join(title_terms), " ".join(path_terms), int(generic), length),
+    )
     doc_id = cursor.lastrowid
     if doc_id is None or doc_id > MAX_DOC_ID:
         raise StoreError(
             "store_needs_recovery", "the search index ran out of document ids: run `lwc repair`"
         )
+    return doc_id
+
+
+def _counted(own: IndexBuffer, doc_id: int, length: int, heads: Iterable[str]) -> None:
+    """A document added to `own`: its title and path terms, the batch's statistics."""
     if not own.first_doc:
         own.first_doc = doc_id
-    own.add(doc_id, length, found.keyed, found.firsts)
-    heads = own.heads
-    for term in found.heads:
-        heads[term].append(doc_id)
+    by_term = own.heads
+    for term in heads:
+        by_term[term].append(doc_id)
     own.docs += 1
     own.length += length
-    if buffer is None:
-        own.flush(conn)
+
+
+class PageAnalysis(NamedTuple):
+    """What `index_page` works out from a Page's text alone, done by a `BatchAnalyzer`
+    (in a bulk import's second process, `memory/analysis.py`)."""
+
+    length: int
+    title_terms: list[str]
+    path_terms: list[str]
+    heads: list[str]
+    generic: bool
+    pairs: list[str]
+    """The words and index terms the short fields (and a body not analyzed by keys) taught,
+    flat: word, term, word, term…"""
+    links: list[str]
+    """`links.extract_links` of the body (the Page's own slug left out)."""
+    postings: int
+    """How many of the chunk's posting columns are this Page's."""
+
+
+ChunkColumns = tuple["array[int]", "array[int]", "array[int]"]
+"""A chunk's postings, Page after Page: key numbers, weighted counts, first offsets."""
+
+
+class AnalyzedChunk(NamedTuple):
+    """`BatchAnalyzer.chunk`'s answer: the Pages' analyses, their postings, and the keys the
+    chunk numbered first (with their numbers and index terms)."""
+
+    pages: list[PageAnalysis]
+    columns: ChunkColumns
+    keys: list[str]
+    numbers: array[int]
+    terms: list[str]
+
+
+class BatchAnalyzer:
+    """Analyzes Pages chunk after chunk for one write batch after another, as `index_page`
+    would, numbering the postings' keys per batch like `IndexBuffer` (`learn`,
+    `add_numbered`): pure work on the Pages' text, no store, so another process can do it."""
+
+    def __init__(self, first: int = 0) -> None:
+        self.first = first
+        self.keys: dict[str, int] = {}
+        self.numbers = itertools.count(first, 2)
+        """Even numbers from 0 or odd ones from 1: two analyzers can share a batch (the same
+        key under two numbers is one term all the same)."""
+
+    def chunk(
+        self, pages: list[tuple[str, str, str | None, str]], *, new_batch: bool
+    ) -> AnalyzedChunk:
+        """Analyze `pages` (slug, title, summary, body); `new_batch` starts a batch's keys."""
+        if new_batch:
+            self.__init__(self.first)  # type: ignore[misc]  # a batch numbers its keys anew
+        keys = self.keys
+        known = len(keys)
+        pending: list[str] = []
+        tws: array[int] = array("i")
+        firsts: array[int] = array("i")
+        out: list[PageAnalysis] = []
+        for slug, title, summary, body in pages:
+            fields = (title, slug, summary or "", body)
+            seen: dict[str, str] = {}
+            found = _analyze(fields, snippet_text(body, summary), seen)
+            pending.extend(found.keyed)
+            tws.fromlist(list(found.keyed.values()))
+            firsts.fromlist(found.firsts)
+            out.append(
+                PageAnalysis(
+                    found.length,
+                    found.title_terms,
+                    found.path_terms,
+                    list(found.heads),
+                    is_generic(slug, found.title_terms, found.generic_path),
+                    [item for pair in seen.items() for item in pair],
+                    extract_links(body, own_slug=slug),
+                    len(found.keyed),
+                )
+            )
+        kids: array[int] = array("i")
+        kids.extend(map(keys.setdefault, pending, self.numbers))
+        new = list(islice(keys.items(), known, None))
+        new_keys = [key for key, _number in new]
+        words = [key for key in new_keys if key[0] != _TERM]
+        stems = iter(stem_words(words))
+        terms = [key[1:] if key[0] == _TERM else next(stems) for key in new_keys]
+        numbers: array[int] = array("i", [number for _key, number in new])
+        return AnalyzedChunk(out, (kids, tws, firsts), new_keys, numbers, terms)
+
+
+def index_analyzed_page(
+    conn: sqlite3.Connection,
+    slug: str,
+    analysis: PageAnalysis,
+    columns: ChunkColumns,
+    buffer: IndexBuffer,
+) -> None:
+    """`index_page` for a Page a `BatchAnalyzer` analyzed: `columns` are its postings."""
+    doc_id = _insert_doc(
+        conn, "page", slug, analysis.title_terms, analysis.path_terms, analysis.generic,
+        analysis.length,
+    )  # fmt: skip
+    buffer.add_numbered(doc_id, analysis.length, columns, analysis.pairs)
+    _counted(buffer, doc_id, analysis.length, analysis.heads)
 
 
 def index_page(

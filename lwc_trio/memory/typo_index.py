@@ -53,11 +53,12 @@ _LOOKUP = 500
 
 def record_words(conn: sqlite3.Connection, words: Mapping[str, str]) -> None:
     """Add the words and stems of one write batch (`IndexBuffer.words`) to `search_fuzzy`."""
-    new = {w for pair in words.items() for w in pair if len(w) >= MIN_WORD}
+    new = sorted({w for pair in words.items() for w in pair if len(w) >= MIN_WORD})
     if new:
+        new.sort(key=len)  # stable: by (length, word), the key's order
         conn.executemany(
             "INSERT OR IGNORE INTO search_fuzzy (length, word) VALUES (?, ?)",
-            sorted((len(w), w) for w in new),
+            zip(map(len, new), new, strict=True),
         )
 
 

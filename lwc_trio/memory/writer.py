@@ -11,6 +11,7 @@ import abc
 import contextlib
 import hashlib
 import itertools
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import StoreError, WikiError
+from lwc_trio.memory.analysis import AnalysisWorker, Analyzed
 from lwc_trio.memory.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.graph import (
     build_projection,
@@ -29,6 +31,7 @@ from lwc_trio.memory.graph import (
 )
 from lwc_trio.memory.indexer import (
     IndexBuffer,
+    index_analyzed_page,
     index_page,
     index_source,
     reindex_all,
@@ -68,6 +71,12 @@ IMPORT_BATCH = 5000
 per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
 pages/s at 5,000 than at 2,000 per transaction; docs/benchmarks.md). The batch's postings
 are held in memory until its commit (about 3 KB per 1,000 characters of text)."""
+ANALYSIS_WORKER_PAGES = 1000
+"""Pages from which `put_pages` analyzes them in a second process (`memory/analysis.py`)
+while it writes: starting one costs a Python start-up (~0.1 s), which a `lwc page put` or a
+small folder never pays."""
+RECORDED_WORDS = 1_000_000
+"""Words a `Wiki` remembers having written to the typo index (`_recorded`), at most."""
 REPAIR_VACUUM_SHARE = 4
 """`lwc repair` rewrites the file (VACUUM) when more than 1/this of its pages are free."""
 Progress = Callable[[int, int], None]
@@ -215,6 +224,59 @@ def _batches(pages: Iterable[PageInput], size: int) -> Iterator[list[PageInput]]
         yield chunk
 
 
+class _Ahead:
+    """The write batches of `put_pages`, the next one read ahead (`peek`) so that it can be
+    analyzed while the current one is written; an error reading it is raised where it
+    would have been without the read-ahead, when that batch is asked for (`next`)."""
+
+    def __init__(self, batches: Iterator[list[PageInput]]) -> None:
+        self._batches = batches
+        self._next: list[PageInput] | None = None
+        self._error: Exception | None = None
+        self._read = False
+
+    def peek(self) -> list[PageInput] | None:
+        if not self._read:
+            self._read = True
+            try:
+                self._next = next(self._batches, None)
+            except Exception as exc:  # raised by `next`, in its place
+                self._next, self._error = None, exc
+        return self._next
+
+    def next(self) -> list[PageInput] | None:
+        upcoming = self.peek()
+        self._read = False
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+        return upcoming
+
+
+def _start_worker() -> AnalysisWorker | None:
+    """A second process for a bulk import's analysis; None (analyze here) when this process
+    may run on one CPU only (it would only add the cost of sending the text) or when no
+    process can be started (a process limit, a sandbox)."""
+    if _cpus() < 2:
+        return None
+    try:
+        return AnalysisWorker()
+    except OSError:
+        return None
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def _texts(pages: list[PageInput]) -> list[tuple[str, str, str | None, str]]:
+    return [(page.slug, page.title, page.summary, page.body) for page in pages]
+
+
 def _stored_provenance(page: PageInput) -> list[str]:
     values = set(page.provenance)
     if page.sources:
@@ -270,6 +332,11 @@ class Wiki:
         self.conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         # Frequencies, vocabulary and statistics of the open content write (`_content_write`).
         self._buffer: IndexBuffer | None = None
+        # Words whose typo-index and `search_words` rows this writer's own transactions wrote,
+        # while no other write came between (`store_revision` is still `_recorded_at`): a
+        # bulk import's later batches do not write them again.
+        self._recorded: set[str] = set()
+        self._recorded_at = -1
 
     def __enter__(self) -> Wiki:
         return self
@@ -293,6 +360,8 @@ class Wiki:
         """
         with self._transaction(content=True):
             info = read_info(self.conn)
+            if info.store_revision != self._recorded_at:
+                self._recorded.clear()  # another write came between: it may have removed some
             ready = graph_status(info) == "ready"
             before = stale_before(self.conn, set(planned)) if ready else None
             touched: set[str] = set()
@@ -300,7 +369,7 @@ class Wiki:
             try:
                 yield touched
                 # Document frequencies and statistics: once per transaction, not per document.
-                self._buffer.flush(self.conn)
+                fresh = self._buffer.flush(self.conn, self._recorded)
             finally:
                 self._buffer = None
             if ready:
@@ -310,6 +379,11 @@ class Wiki:
                     "UPDATE meta SET value = ? WHERE key = 'graph_built_revision'",
                     (str(info.content_revision + 1),),
                 )
+        # Committed (write_transaction added one to store_revision).
+        if len(self._recorded) + len(fresh) > RECORDED_WORDS:
+            self._recorded.clear()
+        self._recorded.update(fresh)
+        self._recorded_at = info.store_revision + 1
 
     @contextlib.contextmanager
     def _transaction(self, *, content: bool) -> Iterator[None]:
@@ -369,11 +443,21 @@ class Wiki:
             "updatedAt": row[6],
         }
 
-    def _write_page(self, page: PageInput, now: str, rows: _PageRows | None = None) -> str:
+    def _write_page(
+        self,
+        page: PageInput,
+        now: str,
+        rows: _PageRows | None = None,
+        analyzed: Analyzed | None = None,
+    ) -> str:
         """Insert or replace one Page in the open transaction: created, updated or unchanged.
 
         Its sources, provenance and links go to `rows` (written by the caller before the
-        transaction ends, for every Page of it at once), else are written here."""
+        transaction ends, for every Page of it at once), else are written here. `analyzed`
+        is its analysis by an `AnalysisWorker`, else it is analyzed here."""
+        if analyzed is not None and analyzed[2] is not None:
+            assert self._buffer is not None  # inside `_content_write`
+            self._buffer.learn(*analyzed[2])
         sources = sorted(set(page.sources))
         if sources:
             marks = ",".join("?" * len(sources))
@@ -387,7 +471,10 @@ class Wiki:
                     "source_not_found", f"page {page.slug!r} cites unknown source {missing[0]!r}"
                 )
         provenance = _stored_provenance(page)
-        links = extract_links(page.body, own_slug=page.slug)
+        if analyzed is None:
+            links = extract_links(page.body, own_slug=page.slug)
+        else:
+            links = analyzed[0].links
         if page.links:
             links = sorted(set(links).union(page.links) - {page.slug})
         existing = self._page_row(page.slug)
@@ -417,7 +504,11 @@ class Wiki:
         own.links.extend((page.slug, target) for target in links)
         if rows is None:
             own.write(self.conn)
-        index_page(self.conn, page.slug, page.title, page.summary, page.body, self._buffer)
+        if analyzed is None:
+            index_page(self.conn, page.slug, page.title, page.summary, page.body, self._buffer)
+        else:
+            assert self._buffer is not None
+            index_analyzed_page(self.conn, page.slug, analyzed[0], analyzed[1], self._buffer)
         return "updated" if existing else "created"
 
     def put_pages(
@@ -438,25 +529,45 @@ class Wiki:
         counts = {"created": 0, "updated": 0, "unchanged": 0}
         total = len(pages)
         done = 0
-        for chunk in _batches(pages, batch):
-            now = utc_now()
-            outcomes: list[str] = []
-            try:
-                with self._content_write(page.slug for page in chunk) as touched:
-                    rows = _PageRows()
-                    outcomes = [self._write_page(page, now, rows) for page in chunk]
-                    rows.write(self.conn)
-                    touched.update(page.slug for page in chunk)
-                    if all(outcome == "unchanged" for outcome in outcomes):
-                        # Nothing changed: roll back so the revision does not move.
-                        raise _NothingToDo()
-            except _NothingToDo:
-                pass
-            for outcome in outcomes:
-                counts[outcome] += 1
-            done += len(chunk)
-            if progress is not None:
-                progress(done, total)
+        worker = _start_worker() if total >= ANALYSIS_WORKER_PAGES else None
+        try:
+            batches = _Ahead(_batches(pages, batch))
+            chunk = batches.next()
+            if worker is not None and chunk:
+                worker.submit(_texts(chunk))
+            while chunk:
+                now = utc_now()
+                outcomes: list[str] = []
+                try:
+                    with self._content_write(page.slug for page in chunk) as touched:
+                        rows = _PageRows()
+                        outcomes = [
+                            self._write_page(
+                                page, now, rows, None if worker is None else worker.take()
+                            )
+                            for page in chunk
+                        ]
+                        rows.write(self.conn)
+                        touched.update(page.slug for page in chunk)
+                        if worker is not None:
+                            # The next batch is analyzed while this one is flushed.
+                            upcoming = batches.peek()
+                            if upcoming:
+                                worker.submit(_texts(upcoming))
+                        if all(outcome == "unchanged" for outcome in outcomes):
+                            # Nothing changed: roll back so the revision does not move.
+                            raise _NothingToDo()
+                except _NothingToDo:
+                    pass
+                for outcome in outcomes:
+                    counts[outcome] += 1
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+                chunk = batches.next()
+        finally:
+            if worker is not None:
+                worker.close()
         return counts
 
     def put_page(self, page: PageInput) -> str:

@@ -1,0 +1,264 @@
+"""A bulk import's second process: it analyzes the Pages while this one writes them.
+
+`lwc page import` of many Pages spends about half of its time on work that needs only the
+Pages' text (splitting, counting and locating words, numbering them for the batch, stemming,
+links) and half on work that needs the store (rows, grouping the postings by term, SQLite).
+`AnalysisWorker` starts `python -m lwc_trio.memory.analysis`, which runs
+`indexer.BatchAnalyzer` on chunks of Pages sent through a pipe and sends the analyses back,
+so the two halves run on two cores. The index written is the one an in-process write gives,
+value for value (a test compares them).
+
+The worker sits in its own process group (a Ctrl-C at the terminal reaches only `lwc`, which
+decides what is kept) and ends when its input closes; `close` ends it in every case. Frames
+are a little-endian uint64 length then a pickle; only this module's own processes exchange
+them, over their private pipes.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+from lwc_trio.exceptions import WikiError
+from lwc_trio.memory.indexer import AnalyzedChunk, BatchAnalyzer, ChunkColumns, PageAnalysis
+
+__all__ = ["CHUNK", "AnalysisWorker", "Analyzed", "main"]
+
+CHUNK = 250
+"""Pages per request: the writer starts on a chunk's Pages while the next is analyzed."""
+_IN_FLIGHT = 2
+"""Chunks sent to the worker and not answered yet, at most."""
+_FRAME = struct.Struct("<Q")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+Keys = tuple[list[str], "array[int]", list[str]]
+"""Keys a chunk numbered first: the keys, their numbers, their index terms (`IndexBuffer.learn`)."""
+Analyzed = tuple[PageAnalysis, ChunkColumns, Keys | None]
+"""One Page's analysis, its postings' columns and, with the first Page of each chunk, the keys
+the chunk numbered first (to be learnt by the batch's buffer whether or not the Page is
+written)."""
+
+
+class _Chunk(NamedTuple):
+    number: int
+    batch: int
+    pages: list[tuple[str, str, str | None, str]]
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    header = stream.read(_FRAME.size)
+    if len(header) < _FRAME.size:
+        return None
+    (size,) = _FRAME.unpack(header)
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+def _write_frame(stream: IO[bytes], data: bytes) -> None:
+    stream.write(_FRAME.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def main() -> int:
+    """The worker: analyze each request until the input closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C stops
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    analyzer = BatchAnalyzer(first=0)
+    while (request := _read_frame(stdin)) is not None:
+        new_batch, pages = pickle.loads(request)
+        try:
+            answer: tuple[str, Any] = ("ok", analyzer.chunk(pages, new_batch=new_batch))
+        except Exception:
+            answer = ("error", traceback.format_exc(limit=5))
+        _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        if answer[0] == "error":
+            return 1
+    return 0
+
+
+class AnalysisWorker:
+    """The parent's side: `submit` a write batch's Pages, `take` their analyses in order.
+
+    A feeder thread sends the chunks (two at a time at most: the worker is never idle, and
+    the rest stay here) and a reader thread collects the answers, so neither process ever
+    waits on a full pipe while the other does. When the writer needs a chunk the worker has
+    not answered yet, it analyzes one of the chunks not sent yet itself (the last one, or
+    the one it needs) instead of waiting: both cores analyze until the writer has rows to
+    write. The parent submits at most one batch ahead of the one it writes, which bounds
+    what is held in memory."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            part for part in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if part
+        )
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "lwc_trio.memory.analysis"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            process_group=0,
+        )
+        self._lock = threading.Condition()
+        self._queued: collections.deque[_Chunk] = collections.deque()
+        """Chunks submitted and not sent to the worker yet (the feeder takes the first,
+        `take` may analyze the last or the first itself)."""
+        self._sent: collections.deque[_Chunk] = collections.deque()
+        self._closing = False
+        self._slots = threading.Semaphore(_IN_FLIGHT)
+        self._answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._local = BatchAnalyzer(first=1)
+        self._local_batch = -1
+        self._done: dict[int, AnalyzedChunk] = {}
+        """Chunks `take` analyzed itself, by number."""
+        self._batches = 0
+        self._chunks = 0
+        self._next = 0
+        """The number of the chunk `take` reads next."""
+        self._current: Iterator[Analyzed] = iter(())
+        self._threads = [
+            threading.Thread(target=self._feed, name="lwc-analysis-feed", daemon=True),
+            threading.Thread(target=self._collect, name="lwc-analysis-read", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _feed(self) -> None:
+        stdin = self._process.stdin
+        assert stdin is not None
+        batch = -1
+        try:
+            while True:
+                self._slots.acquire()
+                with self._lock:
+                    while not self._queued and not self._closing:
+                        self._lock.wait()
+                    if self._closing:
+                        return
+                    chunk = self._queued.popleft()
+                    self._sent.append(chunk)
+                new_batch, batch = chunk.batch != batch, chunk.batch
+                request = (new_batch, chunk.pages)
+                _write_frame(stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # the worker is gone: `take` says so
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def _collect(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        try:
+            while (answer := _read_frame(stdout)) is not None:
+                self._answers.put(answer)
+                self._slots.release()
+        except (ValueError, OSError):
+            pass
+        self._answers.put(None)
+
+    def submit(self, pages: Sequence[tuple[str, str, str | None, str]]) -> None:
+        """Queue one write batch's Pages (slug, title, summary, body) for analysis."""
+        with self._lock:
+            for start in range(0, len(pages), CHUNK):
+                chunk = _Chunk(self._chunks, self._batches, list(pages[start : start + CHUNK]))
+                self._queued.append(chunk)
+                self._chunks += 1
+            self._batches += 1
+            self._lock.notify_all()
+
+    def take(self) -> Analyzed:
+        """The next submitted Page's analysis (waits for it, or works it out)."""
+        for found in self._current:
+            return found
+        self._current = self._split(self._chunk())
+        return next(self._current)
+
+    def _analyze(self, chunk: _Chunk) -> None:
+        new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
+        self._done[chunk.number] = self._local.chunk(chunk.pages, new_batch=new_batch)
+
+    def _chunk(self) -> AnalyzedChunk:
+        number = self._next
+        if number >= self._chunks:
+            raise RuntimeError("no Pages were submitted for analysis")
+        self._next += 1
+        while number not in self._done:
+            with self._lock:
+                if self._sent and self._sent[0].number == number:
+                    if not self._answers.empty():
+                        break
+                    mine = self._queued.pop() if self._queued else None
+                elif self._queued and self._queued[0].number == number:
+                    mine = self._queued.popleft()
+                else:
+                    mine = None
+            if mine is None:
+                break  # sent: wait for the worker's answer
+            self._analyze(mine)
+        found = self._done.pop(number, None)
+        if found is not None:
+            return found
+        data = self._answers.get()
+        with self._lock:
+            chunk = self._sent.popleft()
+        if data is None:
+            code = self._process.poll()
+            raise WikiError(
+                "internal_error",
+                f"the page analysis process ended unexpectedly (exit status {code}); "
+                "batches written before stay",
+            )
+        status, value = pickle.loads(data)
+        if status != "ok":
+            raise WikiError("internal_error", f"the page analysis process failed:\n{value}")
+        if chunk.number != number or len(value.pages) != len(chunk.pages):
+            raise WikiError("internal_error", "the page analysis process answered out of step")
+        answer: AnalyzedChunk = value
+        return answer
+
+    def _split(self, chunk: AnalyzedChunk) -> Iterator[Analyzed]:
+        kids, tws, firsts = chunk.columns
+        keys: Keys | None = (chunk.keys, chunk.numbers, chunk.terms)
+        at = 0
+        for page in chunk.pages:
+            end = at + page.postings
+            yield page, (kids[at:end], tws[at:end], firsts[at:end]), keys
+            keys = None
+            at = end
+
+    def close(self) -> None:
+        """End the worker (at once when analyses are still pending) and its threads."""
+        with self._lock:
+            self._closing = True
+            self._lock.notify_all()
+        self._slots.release()
+        if self._next < self._chunks:
+            self._process.kill()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
