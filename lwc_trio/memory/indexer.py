@@ -424,26 +424,32 @@ def _grouped_numpy(
             column[keep] for column in (g_ranks, g_ids, g_lengths, g_tws, g_firsts)
         )
     live = np.bincount(g_ranks, minlength=len(terms))
-    present = np.flatnonzero(live)
-    sizes = live[present]
+    blobs = _encode_grouped(live, g_ids, g_tws, g_lengths, g_firsts)
+    return terms, counts.tolist(), blobs
+
+
+def _encode_grouped(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> list[bytes]:
+    """Each term's blob (b"": no posting), given every term's number of postings (`counts`)
+    and the postings' columns term after term: `encode_batch` on at most about
+    `ENCODE_CHUNK` postings at a time."""
+    np = _numpy()
+    present = np.flatnonzero(counts)
+    sizes = counts[present]
     ends = np.cumsum(sizes)
-    blobs = [b""] * len(terms)
+    blobs = [b""] * len(counts)
     first_term = 0
     while first_term < len(present):
         begin = int(ends[first_term] - sizes[first_term])
         last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
         end = int(ends[last - 1])
         encoded = encode_batch(
-            sizes[first_term:last],
-            g_ids[begin:end],
-            g_tws[begin:end],
-            g_lengths[begin:end],
-            g_firsts[begin:end],
-        )
+            sizes[first_term:last], ids[begin:end], tws[begin:end], dls[begin:end],
+            firsts[begin:end],
+        )  # fmt: skip
         for at, blob in zip(present[first_term:last].tolist(), encoded, strict=True):
             blobs[at] = blob
         first_term = last
-    return terms, counts.tolist(), blobs
+    return blobs
 
 
 MERGE_CHUNK = 8 * 1024 * 1024
@@ -591,23 +597,7 @@ def _merge_many(
     same_term = term_of[1:] == term_of[:-1]
     if bool((same_term & (ids[1:] <= ids[:-1])).any()):
         raise sqlite3.DatabaseError("the search index holds invalid postings")
-    kept = np.bincount(term_of, minlength=terms)
-    present = np.flatnonzero(kept)
-    blobs = [b""] * terms
-    sizes = kept[present]
-    ends = np.cumsum(sizes)
-    first_term = 0
-    while first_term < len(present):
-        begin = int(ends[first_term] - sizes[first_term])
-        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
-        end = int(ends[last - 1])
-        encoded = encode_batch(
-            sizes[first_term:last], ids[begin:end], tws[begin:end], dls[begin:end],
-            firsts[begin:end],
-        )  # fmt: skip
-        for at, blob in zip(present[first_term:last].tolist(), encoded, strict=True):
-            blobs[at] = blob
-        first_term = last
+    blobs = _encode_grouped(np.bincount(term_of, minlength=terms), ids, tws, dls, firsts)
     # Heads: every row's ids in row order, the live ones kept, packed per term.
     head_lengths = []
     for _term, _seg, _blob, head_blob in rows:
