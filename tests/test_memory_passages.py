@@ -290,7 +290,11 @@ def _reference_scores(bodies: list[str], query: list[tuple[str, int]]) -> list[l
 
 
 def _pooled(bodies: list[str], query: list[tuple[str, int]]) -> list[list[float]]:
-    return passages_module._pooled([passages_module._analysis(b) for b in bodies], query)
+    analyses = [passages_module._analysis(b) for b in bodies]
+    first = passages_module._pooled(analyses, query)
+    # A body asked about again is counted by term once for all (`passages._Words`).
+    assert passages_module._pooled(analyses, query) == first
+    return first
 
 
 _WORD = st.sampled_from(TRICKY) | st.text("abcdeilnorsty0", min_size=1, max_size=9)

@@ -219,9 +219,22 @@ def outline(body: str, limit: int = OUTLINE_MAX) -> list[str]:
     return heads
 
 
-Analysis = tuple[
-    tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...], tuple[str, ...] | None
-]
+class _Words:
+    """An ASCII body's folded words (`_ascii_analysis`) and, once the body is asked about a
+    second time (its analysis kept, `_analyzed`), each passage's counts by term, as the
+    analyzer gives them: a body asked about again mostly is again (a small Wiki's Pages
+    answer question after question), and stemming its words once then costs less than
+    finding each question's words among them."""
+
+    __slots__ = ("by_term", "distinct", "used")
+
+    def __init__(self, distinct: tuple[str, ...]) -> None:
+        self.distinct = distinct
+        self.used = False
+        self.by_term: tuple[dict[str, int], ...] | None = None
+
+
+Analysis = tuple[tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...], _Words | None]
 """A body's passages, each one's counts, each one's length in terms, and None when the counts
 are by term, else the folded words they are by (an ASCII body, `_ascii_analysis`)."""
 SMALL_BODY = 20_000
@@ -274,7 +287,7 @@ def _ascii_analysis(body: str, passages: tuple[Passage, ...]) -> Analysis:
         counts.append(found)
         lengths.append(length)
     distinct = tuple(dict.fromkeys(itertools.chain.from_iterable(counts)))
-    return passages, tuple(counts), tuple(lengths), distinct
+    return passages, tuple(counts), tuple(lengths), _Words(distinct)
 
 
 STEM_TAIL = 3
@@ -299,15 +312,29 @@ def _words_for(distinct: Sequence[str], terms: Sequence[str]) -> dict[str, list[
 
 def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str, int]]:
     """Each passage's counts of `terms` (those it holds; any other key is ignored)."""
-    _passages, counts, _lengths, distinct = analysis
-    if distinct is None:
+    _passages, counts, _lengths, words = analysis
+    if words is None:
         return counts
-    words_of = _words_for(distinct, terms)
+    if words.by_term is not None:
+        return words.by_term
+    if words.used:
+        term_of = dict(zip(words.distinct, stem_words(list(words.distinct)), strict=True))
+        by_term: list[dict[str, int]] = []
+        for found in counts:
+            tfs: dict[str, int] = {}
+            for word, count in found.items():
+                term = term_of[word]
+                tfs[term] = tfs.get(term, 0) + count
+            by_term.append(tfs)
+        words.by_term = tuple(by_term)  # complete before it is seen; threads may build it twice
+        return words.by_term
+    words.used = True
+    words_of = _words_for(words.distinct, terms)
     out: list[dict[str, int]] = []
     for found in counts:
-        tfs: dict[str, int] = {}
-        for term, words in words_of.items():
-            tf = sum(found.get(word, 0) for word in words)
+        tfs = {}
+        for term, found_words in words_of.items():
+            tf = sum(found.get(word, 0) for word in found_words)
             if tf:
                 tfs[term] = tf
         out.append(tfs)
