@@ -156,7 +156,7 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     _project, db, _home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     noop = ("UPDATE meta SET value = value WHERE 0",)
-    monkeypatch.setattr(store, "MIGRATIONS", {1: noop, 2: noop, 3: noop, 4: noop})
+    monkeypatch.setattr(store, "MIGRATIONS", dict.fromkeys(range(1, schema.FORMAT_VERSION), noop))
     open_writer(db).close()
     assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"
@@ -392,12 +392,25 @@ FORMAT_4_SEARCH = (
 )
 
 
+# Format 5's `search_segments`: the same rows, keyed by (term, seg) instead of appended.
+FORMAT_5_SEARCH = (
+    "CREATE TABLE format5 (term TEXT NOT NULL, seg INTEGER NOT NULL, postings BLOB NOT NULL, "
+    "heads BLOB NOT NULL, PRIMARY KEY (term, seg)) WITHOUT ROWID",
+    "INSERT INTO format5 SELECT term, seg, postings, heads FROM search_segments",
+    "DROP TABLE search_segments",
+    "ALTER TABLE format5 RENAME TO search_segments",
+    "UPDATE meta SET value = '5' WHERE key = 'format_version'",
+)
+
+_SEGMENT_ROWS = "SELECT term, seg, postings, heads FROM search_segments ORDER BY term, seg"
+
+
 @pytest.mark.parametrize("how", ["repair", "write"])
-@pytest.mark.parametrize("old", [2, 3, 4])
+@pytest.mark.parametrize("old", [2, 3, 4, 5])
 def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, old: int) -> None:
-    """A format-2, -3 or -4 store gets guidance (`lwc repair`), never results; repair or any
-    write re-indexes it, after which it answers exactly like a store built in the current
-    format."""
+    """A format-2 to -5 store gets guidance (`lwc repair`), never results; repair or any
+    write migrates it (formats 2-4 are re-indexed, format 5's postings rows are kept as they
+    are), after which it answers exactly like a store built in the current format."""
     project, db, home = new_project(tmp_path)
     pages = [
         page(f"p{i}", f"Kubernetes note {i}", f"caching pods and nodes {i} " * 20)
@@ -405,7 +418,10 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     ]
     put_pages(db, pages)
     before = ask("kubernetes cache", project, home=home, scope="project")
-    tamper(db, *{2: FORMAT_2_SEARCH, 3: FORMAT_3_SEARCH, 4: FORMAT_4_SEARCH}[old])
+    rows = _rows(db, _SEGMENT_ROWS)
+    tamper(
+        db, *{2: FORMAT_2_SEARCH, 3: FORMAT_3_SEARCH, 4: FORMAT_4_SEARCH, 5: FORMAT_5_SEARCH}[old]
+    )
     assert meta(db)["format_version"] == str(old)
     refused = ask("kubernetes cache", project, home=home, scope="project")
     assert refused["state"] == "unavailable"
@@ -421,6 +437,16 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     after = ask("kubernetes cache", project, home=home, scope="project")
     assert after["results"] == before["results"]
     assert after["pages"] == before["pages"]
+    if old == 5 and how == "write":  # `lwc repair` re-indexes whatever the format
+        assert _rows(db, _SEGMENT_ROWS) == rows
+
+
+def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 def test_format_change_is_seen_by_a_pooled_reader(tmp_path: Path) -> None:

@@ -143,7 +143,7 @@ def build(path: Path, pages: int) -> dict[str, Any]:
         "INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)",
         sorted((w, t) for w, t in zip(vocab, stems, strict=True) if w != t and t in df),
     )
-    # The typo index (format 5), as `typo_index.record_words` fills it at each flush.
+    # The typo index (since format 5), as `typo_index.record_words` fills it at each flush.
     conn.executemany(
         "INSERT OR IGNORE INTO search_fuzzy (length, word) VALUES (?, ?)",
         sorted({(len(w), w) for pair in zip(vocab, stems, strict=True) for w in pair

@@ -1,4 +1,4 @@
-"""The packed postings of one `search_segments` row (format 5): encode at write, decode at read.
+"""The packed postings of one `search_segments` row: encode at write, decode at read.
 
 A blob holds n postings of one term, ascending by doc id:
 

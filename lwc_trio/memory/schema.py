@@ -28,12 +28,12 @@ __all__ = [
     "parse_count",
 ]
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-# The search index (format 5) is plain tables the CLI maintains with the analyzer of
+# The search index (format 6) is plain tables the CLI maintains with the analyzer of
 # `lwc_trio.memory.tokenize` (folded, stemmed terms; CJK characters and pairs):
 # - `search_docs`: one row per live Page or Source, with what the ranking needs per candidate
 #   already worked out at write time (title and path terms, the generic flag) and its length
@@ -47,7 +47,11 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 #   ids as gaps, mostly 7 bytes a posting) and `heads`, the doc ids whose title or path
 #   holds the term (`indexer.pack`: little-endian int32s; the fuzzy title fill-up).
 #   Postings of documents no longer in `search_docs` are skipped by readers and dropped when
-#   a term's segments are merged (`indexer.MAX_SEGMENTS`) or by `lwc repair`;
+#   a term's segments are merged (`indexer.MAX_SEGMENTS`) or by `lwc repair`. The rows
+#   are kept in write order (a rowid table) and found by term through
+#   `search_segments_by_term`: a batch's rows are appended at the table's end, and only the
+#   small index entries land among the older ones (format 5 keyed the rows themselves by
+#   term, so a batch rewrote a third of the whole postings table at 100,000 Pages);
 # - `search_words`: folded words whose stem differs from the word (typo correction compares
 #   what people type with words, not stems);
 # - `search_stats`: `docs` and `length` (sum of document lengths) for BM25.
@@ -56,6 +60,13 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 # one row per (term, document), ~190 per Page: the B-tree inserts made bulk
 # writes 3x slower than format 2. Format 2 used FTS5, whose bm25() floors the IDF of a term in
 # half the documents at 1e-6 (SPEC §4 forbids that) and cannot take query term weights.
+_SEGMENTS = """CREATE TABLE search_segments (
+    term TEXT NOT NULL,
+    seg INTEGER NOT NULL,
+    postings BLOB NOT NULL,
+    heads BLOB NOT NULL
+)"""
+_SEGMENTS_BY_TERM = "CREATE UNIQUE INDEX search_segments_by_term ON search_segments (term, seg)"
 SEARCH_DDL: tuple[str, ...] = (
     """CREATE TABLE search_docs (
     doc_id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -72,13 +83,8 @@ SEARCH_DDL: tuple[str, ...] = (
     df INTEGER NOT NULL,
     segs INTEGER NOT NULL
 ) WITHOUT ROWID""",
-    """CREATE TABLE search_segments (
-    term TEXT NOT NULL,
-    seg INTEGER NOT NULL,
-    postings BLOB NOT NULL,
-    heads BLOB NOT NULL,
-    PRIMARY KEY (term, seg)
-) WITHOUT ROWID""",
+    _SEGMENTS,
+    _SEGMENTS_BY_TERM,
     """CREATE TABLE search_words (
     word TEXT PRIMARY KEY NOT NULL,
     term TEXT NOT NULL
@@ -181,9 +187,21 @@ MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         *SEARCH_DDL,
         _rebuild_search_index,
     ),
+    # 5 -> 6: `search_segments` becomes a rowid table with an index by term (see above);
+    # its rows are copied as they are, in term order (the old key's, or after 4 -> 5, which
+    # made the tables in the current shape, the old index's: never a sort), and the new
+    # index is built once at the end.
+    5: (
+        "ALTER TABLE search_segments RENAME TO search_segments_format5",
+        _SEGMENTS,
+        "INSERT INTO search_segments (term, seg, postings, heads) "
+        "SELECT term, seg, postings, heads FROM search_segments_format5 ORDER BY term, seg",
+        "DROP TABLE search_segments_format5",
+        _SEGMENTS_BY_TERM,
+    ),
 }
 
-# Formats 4 and 5 have no virtual table, hence no shadow tables: every object's SQL is compared.
+# Formats 4 to 6 have no virtual table, hence no shadow tables: every object's SQL is compared.
 _SPACE = re.compile(r"\s+")
 
 
