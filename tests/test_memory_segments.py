@@ -1,4 +1,4 @@
-"""The search index (format 5): per-term posting segments, dead postings and their merging.
+"""The search index (format 6): per-term posting segments, dead postings and their merging.
 
 A write batch appends one segment per term; a rewritten or removed document leaves its
 postings behind under an id that is never reused. Whatever sequence of writes built a store,
@@ -117,6 +117,50 @@ def test_rewrites_merge_segments_and_drop_dead_postings(tmp_path: Path) -> None:
     memory = ask("zebra", project, home=home, scope="project")
     assert [r["identifier"] for r in memory["results"]] == ["z", "other"]
     assert "version 23" in memory["results"][0]["snippet"]
+
+
+def test_a_merge_keeps_the_older_larger_segments(tmp_path: Path) -> None:
+    """A term in a large early batch and then in many small ones: each merge takes only the
+    small newest segments, so the large one is written once and never again (merging every
+    segment rewrote a common term's whole postings every `MAX_SEGMENTS` batches), reads see
+    at most `MAX_SEGMENTS` rows, and the store answers like the same Pages re-indexed."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    db = new_store(project)
+    put_pages(db, [page(f"bulk{i}", f"Bulk {i}", f"zebra quartz note {i}") for i in range(200)])
+    first = [row for row in _segments(db) if row[0] == "zebra"]
+    assert len(first) == 1
+    for i in range(4 * MAX_SEGMENTS):
+        put_pages(db, [page(f"small{i}", f"Small {i}", f"zebra nimbus {i}")])
+        zebra = sorted(row for row in _segments(db) if row[0] == "zebra")
+        assert len(zebra) <= MAX_SEGMENTS
+        assert zebra[0] == first[0]  # the large segment, untouched
+    assert len(zebra) < MAX_SEGMENTS  # merged, not only appended
+    conn = sqlite3.connect(db)
+    segs = conn.execute("SELECT segs FROM search_terms WHERE term = 'zebra'").fetchone()[0]
+    conn.close()
+    assert segs == len(zebra)
+    before = [ask(q, project, home=home, scope="project") for q in ("zebra", "zebra nimbus")]
+    with Wiki(db) as wiki:
+        wiki.repair()
+    after = [ask(q, project, home=home, scope="project") for q in ("zebra", "zebra nimbus")]
+    assert [m["results"] for m in after] == [m["results"] for m in before]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "first"),
+    [
+        ([1] * 9, 0),  # alike: all merged, as before
+        ([50] + [1] * 8, 1),  # one large segment stays
+        ([50, 20, 10, 5, 1, 1, 1, 1, 1], 1),  # each older one is at most the newer ones
+        ([90, 40, 20, 10, 1, 1, 1, 1, 1], 4),  # at most MAX_SEGMENTS // 2 stay
+    ],
+)
+def test_a_merge_takes_the_newest_segments_up_to_a_larger_one(sizes: list[int], first: int) -> None:
+    from lwc_trio.memory.indexer import _merge_start
+
+    assert MAX_SEGMENTS == 8  # the cases are written for it
+    assert _merge_start(sizes) == first
 
 
 def test_removed_and_rewritten_pages_are_never_answered(tmp_path: Path) -> None:

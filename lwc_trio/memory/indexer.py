@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import accumulate, islice, repeat
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
@@ -457,13 +457,28 @@ MERGE_CHUNK = 8 * 1024 * 1024
 crowds most of its terms at once, and their postings together would be the whole index."""
 
 
+def _merge_start(sizes: Sequence[int]) -> int:
+    """Which of a crowded term's segments (their sizes, oldest first) a merge takes: those
+    from the index returned on. At most `MAX_SEGMENTS // 2` of the oldest stay, each only
+    when it is larger than every newer one together: over n batches a posting is rewritten
+    O(log n) times, not n / `MAX_SEGMENTS` times (a merge of every segment rewrote each
+    common term's whole postings every eighth batch, so bulk writes slowed down as the Wiki
+    grew)."""
+    start = min(MAX_SEGMENTS // 2, len(sizes))
+    merged = sum(sizes[start:])
+    while start > 0 and sizes[start - 1] <= merged:
+        start -= 1
+        merged += sizes[start]
+    return start
+
+
 def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
-    """Merge the segments of each of `terms` that has more than `MAX_SEGMENTS` into one,
-    without the postings of documents that are gone.
+    """Merge the newest segments of each of `terms` that has more than `MAX_SEGMENTS` into
+    one (`_merge_start` says which), without the postings of documents that are gone.
 
     A bulk write's batches are alike, so its common terms all cross the bound at the same
-    write: the crowded terms' rows are read a chunk at a time, in term order, and a chunk of
-    `VECTOR_POSTINGS` postings or more is merged with numpy, every term of it at once
+    write: the crowded terms' segments are read a chunk at a time, in term order, and a chunk
+    of `VECTOR_POSTINGS` postings or more is merged with numpy, every term of it at once
     (`_merge_many`); a smaller one term by term (`_merge_one`). Both write the same rows."""
     crowded: list[str] = []
     for start in range(0, len(terms), 500):
@@ -480,22 +495,35 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
         return
     live = _LiveDocs(conn)
     pending: list[tuple[str, int, bytes, bytes]] = []
+    kept: dict[str, int] = {}
     size = 0
     for start in range(0, len(crowded), 500):
         chunk = crowded[start : start + 500]
-        for term, seg, blob, head_blob in conn.execute(
-            "SELECT term, seg, postings, heads FROM search_segments "
+        segments: dict[str, list[tuple[int, int]]] = {}
+        for term, seg, length in conn.execute(
+            "SELECT term, seg, length(postings) FROM search_segments "
             f"WHERE term IN ({','.join('?' * len(chunk))}) ORDER BY term, seg",
             chunk,
         ):
-            if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):
-                raise sqlite3.DatabaseError("the search index holds invalid postings")
-            if size >= MERGE_CHUNK and term != pending[-1][0]:
-                _merge_rows(conn, pending, live)
+            segments.setdefault(str(term), []).append((int(seg), int(length)))
+        for term, found in segments.items():
+            first = _merge_start([length for _seg, length in found])
+            if len(found) - first < 2:
+                first = 0  # fewer rows than `segs` says: merge them all, as before
+            kept[term] = first
+            if size >= MERGE_CHUNK:
+                _merge_rows(conn, pending, live, kept)
                 pending, size = [], 0
-            pending.append((str(term), int(seg), blob, head_blob))
-            size += len(blob) + len(head_blob)
-    _merge_rows(conn, pending, live)
+            for seg, blob, head_blob in conn.execute(
+                "SELECT seg, postings, heads FROM search_segments "
+                "WHERE term = ? AND seg >= ? ORDER BY seg",
+                (term, found[first][0]),
+            ):
+                if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):
+                    raise sqlite3.DatabaseError("the search index holds invalid postings")
+                pending.append((term, int(seg), blob, head_blob))
+                size += len(blob) + len(head_blob)
+    _merge_rows(conn, pending, live, kept)
 
 
 class _LiveDocs:
@@ -527,9 +555,13 @@ class _LiveDocs:
 
 
 def _merge_rows(
-    conn: sqlite3.Connection, rows: list[tuple[str, int, bytes, bytes]], live: _LiveDocs
+    conn: sqlite3.Connection,
+    rows: list[tuple[str, int, bytes, bytes]],
+    live: _LiveDocs,
+    kept: Mapping[str, int],
 ) -> None:
-    """Merge `rows` (every segment of each term among them, by term and seg)."""
+    """Merge `rows` (the newest segments of each term among them, by term and seg; `kept`
+    says how many older ones each term keeps)."""
     if not rows:
         return
     # About 7 bytes a posting (`postings.py`): the choice of path, not the result.
@@ -542,7 +574,7 @@ def _merge_rows(
             if end == len(rows) or rows[end][0] != rows[begin][0]:
                 merged.append(_merge_one(rows[begin:end], live.as_set()))
                 begin = end
-    # The merged row takes the place of the term's first one; the others go.
+    # The merged row takes the place of the first one merged; the newer ones go.
     conn.executemany(
         "UPDATE search_segments SET postings = ?, heads = ? WHERE term = ? AND seg = ?",
         [(blob, heads, term, seg) for term, seg, blob, heads in merged if blob],
@@ -552,12 +584,12 @@ def _merge_rows(
         [(term, seg) for term, seg, blob, _h in merged if blob],
     )
     conn.executemany(
-        "DELETE FROM search_segments WHERE term = ?",
-        [(term,) for term, _s, blob, _h in merged if not blob],
+        "DELETE FROM search_segments WHERE term = ? AND seg >= ?",
+        [(term, seg) for term, seg, blob, _h in merged if not blob],
     )
     conn.executemany(
         "UPDATE search_terms SET segs = ? WHERE term = ?",
-        [(1 if blob else 0, term) for term, _s, blob, _h in merged],
+        [(kept[term] + (1 if blob else 0), term) for term, _s, blob, _h in merged],
     )
 
 
