@@ -372,3 +372,36 @@ async def test_a_session_changes_no_file(
                 assert result.structured_content is not None
     assert snapshot(workspace, home) == before
     assert REPO.exists()
+
+
+@pytest.mark.parametrize("large", [False, True])
+async def test_a_large_store_is_served_with_the_memory_modules_imported_first(
+    large: bool, workspace: Path, lwc_env: dict[str, str]
+) -> None:
+    """A server whose workspace store is at least `PRELOAD_STORE_BYTES` has the memory
+    engine and numpy imported before it answers `initialize`: imported by the first query of
+    a burst instead, they held the interpreter long enough to delay the other calls and
+    pings (`scripts/bench typo-load`). A small store's server starts without numpy."""
+    from conftest_memory import new_store, page, put_pages
+
+    from lwc_trio.cli.serve import PRELOAD_STORE_BYTES
+
+    db = new_store(workspace)
+    body = "\n\n".join(
+        f"Paragraph {i} about caching, parsing and retries. " * 12 for i in range(40)
+    )
+    put_pages(db, [page(f"note-{i}", f"Note {i}", body) for i in range(350 if large else 3)])
+    assert (db.stat().st_size >= PRELOAD_STORE_BYTES) is large
+    async with trio.open_nursery() as nursery:
+        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
+        await server.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"}}}
+        )  # fmt: skip
+        reply = await server.recv()
+        maps = await trio.Path(f"/proc/{server.pid}/maps").read_text()
+        await server.close_stdin()
+        assert await server.wait() == 0
+    assert reply["result"]["protocolVersion"] == "2025-11-25"
+    assert ("_multiarray_umath" in maps) is large

@@ -253,6 +253,12 @@ def _vector(postings: int) -> ModuleType | None:
     return _VECTOR[0]
 
 
+def import_vector() -> None:
+    """Import `vector.py` (numpy) now instead of at the first query that needs it (`lwc
+    serve` does it before serving a large store: `cli.serve.preload_memory`)."""
+    _vector(VECTOR_MIN)
+
+
 def _loaded_vector(postings: int) -> ModuleType | None:
     """`_vector(postings)`, or from `VECTOR_LOADED_MIN` postings `vector.py` when it is
     imported already: decoding a segment costs numpy a few calls whatever its size, and
