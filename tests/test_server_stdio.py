@@ -374,14 +374,18 @@ async def test_a_session_changes_no_file(
     assert REPO.exists()
 
 
-@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize(
+    ("large", "allow", "imported"),
+    [(False, "all", False), (True, "all", True), (True, "global", False)],
+)
 async def test_a_large_store_is_served_with_the_memory_modules_imported_first(
-    large: bool, workspace: Path, lwc_env: dict[str, str]
+    large: bool, allow: str, imported: bool, workspace: Path, lwc_env: dict[str, str]
 ) -> None:
     """A server whose workspace store is at least `PRELOAD_STORE_BYTES` has the memory
     engine and numpy imported before it answers `initialize`: imported by the first query of
     a burst instead, they held the interpreter long enough to delay the other calls and
-    pings (`scripts/bench typo-load`). A small store's server starts without numpy."""
+    pings (`scripts/bench typo-load`). A small store's server starts without numpy, and so
+    does one that may not read the large store (`--allow-scope global`)."""
     from conftest_memory import new_store, page, put_pages
 
     from lwc_trio.cli.serve import PRELOAD_STORE_BYTES
@@ -393,7 +397,9 @@ async def test_a_large_store_is_served_with_the_memory_modules_imported_first(
     put_pages(db, [page(f"note-{i}", f"Note {i}", body) for i in range(350 if large else 3)])
     assert (db.stat().st_size >= PRELOAD_STORE_BYTES) is large
     async with trio.open_nursery() as nursery:
-        server = await RawServer.start(nursery, ["--path", str(workspace)], lwc_env, str(workspace))
+        server = await RawServer.start(
+            nursery, ["--path", str(workspace), "--allow-scope", allow], lwc_env, str(workspace)
+        )
         await server.send(
             {"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -404,4 +410,4 @@ async def test_a_large_store_is_served_with_the_memory_modules_imported_first(
         await server.close_stdin()
         assert await server.wait() == 0
     assert reply["result"]["protocolVersion"] == "2025-11-25"
-    assert ("_multiarray_umath" in maps) is large
+    assert ("_multiarray_umath" in maps) is imported

@@ -243,9 +243,10 @@ PRELOAD_STORE_BYTES: Final = 8 * 1024 * 1024
 numpy imported before the server reads its first request (`preload_memory`)."""
 
 
-def preload_memory(workspace: Path, home: Path) -> bool:
+def preload_memory(workspace: Path, home: Path, scopes: frozenset[str]) -> bool:
     """Import the memory engine and numpy now when the workspace's store or the global one
-    is at least `PRELOAD_STORE_BYTES`; whether it did.
+    (of those `scopes` lets the server read) is at least `PRELOAD_STORE_BYTES`; whether it
+    did.
 
     Such a store's first query imports them anyway, and an import holds the interpreter for
     tens of milliseconds at a time (numpy's C set-up ~45 ms): in the middle of a first burst
@@ -253,7 +254,10 @@ def preload_memory(workspace: Path, home: Path) -> bool:
     1,000,000-Page store: 3 of 5 runs had one ping of 13-42 ms; 4 of 4 none over 3.8 ms with
     the imports done first). A server of small stores starts without them, as lean as before.
     Only `lstat` calls: no store is opened here."""
-    for store in (workspace / ".lwc" / "wiki.db", home / ".lwc" / "wiki.db"):
+    stores = {"project": workspace / ".lwc" / "wiki.db", "global": home / ".lwc" / "wiki.db"}
+    for scope, store in stores.items():
+        if scope not in scopes:
+            continue
         try:
             st = os.lstat(store)
         except OSError:
@@ -284,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"lwc: LWC_FAULTS active: {line}\n")
         sys.stderr.flush()
     if config.workspace_refusal is None:
-        preload_memory(config.workspace, config.home)
+        preload_memory(config.workspace, config.home, config.allowed_scopes)
     code = _run_http(config, faults) if args.transport == "http" else _run_stdio(config, faults)
     _exit_now(code)
 
