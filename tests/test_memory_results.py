@@ -10,7 +10,13 @@ from conftest_memory import new_store, page, put_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.indexer import SNIPPET_SCAN, _first_offsets_spans, ascii_words
+from lwc_trio.memory.indexer import (
+    SNIPPET_SCAN,
+    _ascii_bodies,
+    _ascii_body,
+    _first_offsets_spans,
+    ascii_words,
+)
 from lwc_trio.memory.results import (
     _ELLIPSIS,
     LINKS_READ,
@@ -141,6 +147,39 @@ def test_ascii_words_splits_like_the_analyzer_on_any_ascii(text: str) -> None:
     for word, start in spans:
         first.setdefault(word, start)
     assert {word: first_word[word] for word in counts} == first
+
+
+# Words around `_ascii_bodies`'s 16 characters compared as numbers: 16-character prefixes
+# shared by longer words, words of exactly 8, 9, 16 and 17 characters, in any case.
+LONG_WORDS = st.lists(
+    st.one_of(
+        st.text(alphabet="aAb1", min_size=14, max_size=20),
+        st.sampled_from(["abcdefgh", "abcdefghi", "abcdefghijklmnop", "abcdefghijklmnopq"]),
+    ),
+    max_size=12,
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(ANY_ASCII, ASCII_TEXT, LONG_WORDS), max_size=6))
+def test_many_ascii_bodies_at_once_equal_each_one_alone(bodies: list[str]) -> None:
+    """A bulk import's analysis of a chunk's bodies at once (numpy) finds each body's words,
+    counts, first offsets and total exactly as `_ascii_body` does for it alone."""
+    found = _ascii_bodies(bodies)
+    assert len(found.bounds) == len(bodies) + 1
+    for at, body in enumerate(bodies):
+        counts, total, firsts = _ascii_body(body)
+        begin, end = found.bounds[at], found.bounds[at + 1]
+        words, counted, first = (
+            column[begin:end].tolist() for column in (found.word, found.counts, found.firsts)
+        )
+        postings = {found.words[w]: (c, f) for w, c, f in zip(words, counted, first, strict=True)}
+        assert end - begin == len(postings)
+        assert postings == {
+            word: (count, first)
+            for (word, count), first in zip(counts.items(), firsts, strict=True)
+        }
+        assert found.totals[at] == total
 
 
 # A deliberate reference implementation: `make_snippet` before its half-window shortcut, kept

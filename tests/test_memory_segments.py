@@ -510,7 +510,10 @@ def test_the_analysis_process_writes_the_in_process_index(
 
     rng = random.Random(24)
     long_body = " ".join(rng.choice(WORDS) for _ in range(SNIPPET_SCAN // 4))
-    odd = ["naïve café crème", "東京 cache 東京", "   ", long_body, "see [[p-3]] and [b](p-7.md)"]
+    odd = [
+        "naïve café crème", "東京 cache 東京", "   ", long_body, "see [[p-3]] and [b](p-7.md)",
+        "Supercalifragilistic SUPERCALIFRAGILISTICS supercalifragilisticexpialidocious x9",
+    ]  # fmt: skip
 
     def body(index: int) -> str:
         words = " ".join(rng.choice(WORDS) + rng.choice(["", "s", "_x", "1"]) for _ in range(30))
@@ -542,6 +545,23 @@ def test_the_analysis_process_writes_the_in_process_index(
     assert stores[0] == stores[1]
     assert stores[0]["search_segments"]
     assert stores[0]["links"]
+
+
+@pytest.mark.parametrize("ids", [[3, 4, 5, 9], [1, 2**31 - 2], [7]])
+def test_a_merge_tells_live_documents_apart_however_sparse_their_ids(ids: list[int]) -> None:
+    """Which posting ids are live: a table of the id range when the ids are dense, a binary
+    search when they are sparse (a store may hold any id): the same answer."""
+    from lwc_trio.memory.indexer import _LiveDocs
+
+    np = pytest.importorskip("numpy")
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE search_docs (doc_id INTEGER PRIMARY KEY)")
+    conn.executemany("INSERT INTO search_docs VALUES (?)", [(i,) for i in ids])
+    asked = [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 2**31 - 2, 2**31 - 1, *ids]
+    live = _LiveDocs(conn)
+    mask = live.mask(np.asarray(asked, dtype=np.int64)).tolist()
+    assert mask == [i in ids for i in asked]
+    assert (live._table is None) == (max(ids) - min(ids) > 2**20)
 
 
 def _fuzzy_words(db: Path) -> set[str]:

@@ -44,8 +44,9 @@ _IN_FLIGHT = 2
 _FRAME = struct.Struct("<Q")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
-Keys = tuple[list[str], "array[int]", list[str]]
-"""Keys a chunk numbered first: the keys, their numbers, their index terms (`IndexBuffer.learn`)."""
+Keys = tuple[list[str], "array[int]", list[str], bytes]
+"""Keys a chunk numbered first: the keys, their numbers, their index terms, which are body
+words (`IndexBuffer.learn`)."""
 Analyzed = tuple[PageAnalysis, ChunkColumns, Keys | None]
 """One Page's analysis, its postings' columns and, with the first Page of each chunk, the keys
 the chunk numbered first (to be learnt by the batch's buffer whether or not the Page is
@@ -233,7 +234,7 @@ class AnalysisWorker:
 
     def _split(self, chunk: AnalyzedChunk) -> Iterator[Analyzed]:
         kids, tws, firsts = chunk.columns
-        keys: Keys | None = (chunk.keys, chunk.numbers, chunk.terms)
+        keys: Keys | None = (chunk.keys, chunk.numbers, chunk.terms, chunk.words)
         at = 0
         for page in chunk.pages:
             end = at + page.postings

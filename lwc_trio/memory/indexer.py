@@ -8,6 +8,7 @@ Runs inside the writer's transaction; the reader side is `search.py`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import operator
@@ -16,7 +17,7 @@ import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
@@ -164,8 +165,10 @@ class IndexBuffer:
         self.listed_keys: list[str] = []
         self.listed_numbers: array[int] = array("i")
         self.listed_terms: list[str] = []
-        """Keys numbered by another process (`BatchAnalyzer`, `add_numbered`), their numbers
-        and their index terms, aligned; `keys` stays empty then."""
+        self.listed_words = bytearray()
+        """Keys numbered by another process (`BatchAnalyzer`, `add_numbered`), their numbers,
+        their index terms and whether each is a body word (1) or an index term (0), aligned;
+        `keys` stays empty then."""
         self.pending: list[str] = []
         """Keys of the latest postings, not numbered yet (`_number`)."""
         self.kids: array[int] = array("i")
@@ -197,11 +200,13 @@ class IndexBuffer:
         if len(pending) >= _PENDING_KEYS:
             self._number()
 
-    def learn(self, keys: list[str], numbers: array[int], terms: list[str]) -> None:
-        """Keys a `BatchAnalyzer` numbered for this buffer's batch, with their index terms."""
+    def learn(self, keys: list[str], numbers: array[int], terms: list[str], words: bytes) -> None:
+        """Keys a `BatchAnalyzer` numbered for this buffer's batch, with their index terms
+        and which of them are body words (`AnalyzedChunk.words`)."""
         self.listed_keys.extend(keys)
         self.listed_numbers.extend(numbers)
         self.listed_terms.extend(terms)
+        self.listed_words.extend(words)
 
     def add_numbered(
         self,
@@ -249,21 +254,22 @@ class IndexBuffer:
     def _listed_terms(self, recorded: Set[str]) -> tuple[list[int], list[str]]:
         """`_key_terms` for keys a `BatchAnalyzer` numbered: those of this buffer's postings
         (the batch's unchanged Pages were analyzed too, not indexed), and the body words
-        among them learn their stems (but those in `recorded`: `flush` writes nothing for
-        them)."""
+        among them learn their stems (`flush` leaves out those in `recorded`). A bulk
+        import writes every Page it analyzed: then the lists are taken as they are, in C."""
         np = _numpy()
         numbers = np.frombuffer(self.listed_numbers, np.int32)
         used = np.zeros(int(numbers.max()) + 1, dtype=bool)
         used[np.frombuffer(self.kids, np.int32)] = True
-        chosen = np.flatnonzero(used[numbers]).tolist()
-        keys = list(map(self.listed_keys.__getitem__, chosen))
-        terms = list(map(self.listed_terms.__getitem__, chosen))
-        self.words.update(
-            (key, term)
-            for key, term in zip(keys, terms, strict=True)
-            if key[0] != _TERM and key not in recorded
-        )
-        return numbers[chosen].tolist(), terms
+        chosen = used[numbers]
+        keys, terms, words = self.listed_keys, self.listed_terms, bytes(self.listed_words)
+        if not bool(chosen.all()):
+            at = np.flatnonzero(chosen).tolist()
+            keys = list(map(keys.__getitem__, at))
+            terms = list(map(terms.__getitem__, at))
+            words = bytes(map(words.__getitem__, at))
+            numbers = numbers[at]
+        self.words.update(zip(compress(keys, words), compress(terms, words), strict=True))
+        return numbers.tolist(), terms
 
     def _grouped(
         self, recorded: Set[str] = frozenset()
@@ -320,33 +326,39 @@ class IndexBuffer:
         df = self.df
         taken_out = len(df)  # terms of documents `unindex_doc` took out
         terms, counts, blobs = self._grouped(recorded)
-        for term, count in zip(terms, counts, strict=True):
-            df[term] += count
+        if taken_out:
+            for term, count in zip(terms, counts, strict=True):
+                df[term] += count
+        else:
+            df.update(dict(zip(terms, counts, strict=True)))
         if dead:
             heads = {term: [d for d in ids if d not in dead] for term, ids in heads.items()}
-        seg = self.first_doc
-        written = [(term, blob) for term, blob in zip(terms, blobs, strict=True) if blob]
+        packed = {term: pack(ids) for term, ids in heads.items()}
+        # The batch's terms with live postings (b"": every posting of the term is dead).
+        written = list(compress(terms, blobs))
         if written:
-            nothing = b""
             conn.executemany(
                 "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
-                [
-                    (term, seg, blob, pack(heads[term]) if term in heads else nothing)
-                    for term, blob in written
-                ],
-            )
-        added = {term for term, _blob in written}
-        if taken_out:
-            changes = sorted(term for term in df if df[term] or term in added)
-        else:  # `df` holds `terms` only, sorted
-            changes = [term for term in terms if df[term] or term in added]
+                zip(
+                    written, repeat(self.first_doc, len(written)), filter(None, blobs),
+                    map(packed.get, written, repeat(b"")), strict=True,
+                ),
+            )  # fmt: skip
+        added = set(written)
+        # With no document taken out, `df` holds `terms` only (sorted), each in a document.
+        changes = sorted(term for term in df if df[term] or term in added) if taken_out else terms
         if changes:
             conn.executemany(
                 "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, ?) ON CONFLICT (term) "
                 "DO UPDATE SET df = df + excluded.df, segs = segs + excluded.segs",
-                [(term, df.get(term, 0), 1 if term in added else 0) for term in changes],
+                zip(
+                    changes,
+                    map(df.__getitem__, changes),
+                    map(int, map(added.__contains__, changes)),
+                    strict=True,
+                ),
             )
-            gone = [(term,) for term in changes if df.get(term, 0) < 0]
+            gone = [(term,) for term in changes if df[term] < 0] if taken_out else []
             if gone:
                 conn.executemany("DELETE FROM search_terms WHERE term = ? AND df <= 0", gone)
                 conn.executemany(
@@ -354,12 +366,15 @@ class IndexBuffer:
                     "AND NOT EXISTS (SELECT 1 FROM search_terms WHERE term = ?)",
                     [(term, term) for (term,) in gone],
                 )
-            _merge_segments(conn, [term for term in changes if term in added])
+            if added:
+                grown = list(filter(added.__contains__, changes))
+                _merge_segments(conn, grown, self.doc_ids[-1] + 1)
         words = self.words
         if recorded:
-            words = {word: term for word, term in words.items() if word not in recorded}
+            for word in words.keys() & recorded:
+                del words[word]
         record_words(conn, words)
-        pairs = sorted((word, term) for word, term in words.items() if word != term)
+        pairs = sorted(compress(words.items(), map(operator.ne, words, words.values())))
         if pairs:
             conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
         if self.docs or self.length:
@@ -453,8 +468,12 @@ def _encode_grouped(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> l
 
 
 MERGE_CHUNK = 8 * 1024 * 1024
-"""Bytes of segment rows a merge reads before it writes them back merged: a bulk write
-crowds most of its terms at once, and their postings together would be the whole index."""
+"""Bytes of segment rows a merge reads before it writes them back merged (estimated from
+the terms' frequencies, `_POSTING_BYTES` a posting): a bulk write crowds most of its terms at
+once, and their postings together would be the whole index."""
+
+_POSTING_BYTES = 8
+"""A posting's bytes in a segment blob, about (`postings.py`: 7, and escapes)."""
 
 
 def _merge_start(sizes: Sequence[int]) -> int:
@@ -463,7 +482,7 @@ def _merge_start(sizes: Sequence[int]) -> int:
     when it is larger than every newer one together: over n batches a posting is rewritten
     O(log n) times, not n / `MAX_SEGMENTS` times (a merge of every segment rewrote each
     common term's whole postings every eighth batch, so bulk writes slowed down as the Wiki
-    grew)."""
+    grew). A segment's size is the span of document ids it covers (`_spans`)."""
     start = min(MAX_SEGMENTS // 2, len(sizes))
     merged = sum(sizes[start:])
     while start > 0 and sizes[start - 1] <= merged:
@@ -472,69 +491,105 @@ def _merge_start(sizes: Sequence[int]) -> int:
     return start
 
 
-def _merge_segments(conn: sqlite3.Connection, terms: list[str]) -> None:
+def _spans(segs: Sequence[int], end: int) -> list[int]:
+    """The document ids each of a term's segments (their `seg`s, ascending) covers: up to the
+    next one's, the newest up to `end` (the next document id of the write).
+
+    The span stands for the segment's size: a batch's documents have consecutive ids, so a
+    term that is in every batch has postings in proportion to it. It comes with the index
+    (term, seg) alone, where the blobs' lengths would cost a table read per row."""
+    bounds = [*segs[1:], max(end, segs[-1] + 1)]
+    return [later - seg for seg, later in zip(segs, bounds, strict=True)]
+
+
+def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> None:
     """Merge the newest segments of each of `terms` that has more than `MAX_SEGMENTS` into
-    one (`_merge_start` says which), without the postings of documents that are gone.
+    one (`_merge_start` says which), without the postings of documents that are gone; `end`
+    is the next document id of the write.
 
     A bulk write's batches are alike, so its common terms all cross the bound at the same
-    write: the crowded terms' segments are read a chunk at a time, in term order, and a chunk
-    of `VECTOR_POSTINGS` postings or more is merged with numpy, every term of it at once
-    (`_merge_many`); a smaller one term by term (`_merge_one`). Both write the same rows."""
-    crowded: list[str] = []
+    write. The crowded terms are taken in term order, as many at a time as `MERGE_CHUNK`
+    allows (estimated from their frequencies); their rows are read by rowid, ascending
+    (each batch's rows lie together, in term order: reading them term by term would jump
+    between batches), then merged: with numpy,
+    every term at once (`_merge_many`), when they hold `VECTOR_POSTINGS` or more, else term
+    by term (`_merge_one`). Both write the same rows."""
+    crowded: list[tuple[str, int]] = []
     for start in range(0, len(terms), 500):
         chunk = terms[start : start + 500]
         crowded.extend(
-            str(row[0])
+            (str(row[0]), int(row[1]))
             for row in conn.execute(
-                f"SELECT term FROM search_terms WHERE term IN ({','.join('?' * len(chunk))}) "
+                f"SELECT term, df FROM search_terms WHERE term IN ({_marks(len(chunk))}) "
                 "AND segs > ?",
                 [*chunk, MAX_SEGMENTS],
             )
         )
-    if not crowded:
-        return
     live = _LiveDocs(conn)
-    pending: list[tuple[str, int, bytes, bytes]] = []
     kept: dict[str, int] = {}
+    picked: list[tuple[str, int, int]] = []
     size = 0
     for start in range(0, len(crowded), 500):
-        chunk = crowded[start : start + 500]
+        frequency = dict(crowded[start : start + 500])
         segments: dict[str, list[tuple[int, int]]] = {}
-        for term, seg, length in conn.execute(
-            "SELECT term, seg, length(postings) FROM search_segments "
-            f"WHERE term IN ({','.join('?' * len(chunk))}) ORDER BY term, seg",
-            chunk,
+        for term, seg, rowid in conn.execute(
+            "SELECT term, seg, rowid FROM search_segments "
+            f"WHERE term IN ({_marks(len(frequency))}) ORDER BY term, seg",
+            list(frequency),
         ):
-            segments.setdefault(str(term), []).append((int(seg), int(length)))
+            segments.setdefault(str(term), []).append((int(seg), int(rowid)))
         for term, found in segments.items():
-            first = _merge_start([length for _seg, length in found])
+            first = _merge_start(_spans([seg for seg, _rowid in found], end))
             if len(found) - first < 2:
                 first = 0  # fewer rows than `segs` says: merge them all, as before
-            kept[term] = first
             if size >= MERGE_CHUNK:
-                _merge_rows(conn, pending, live, kept)
-                pending, size = [], 0
-            for seg, blob, head_blob in conn.execute(
-                "SELECT seg, postings, heads FROM search_segments "
-                "WHERE term = ? AND seg >= ? ORDER BY seg",
-                (term, found[first][0]),
-            ):
-                if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):
-                    raise sqlite3.DatabaseError("the search index holds invalid postings")
-                pending.append((term, int(seg), blob, head_blob))
-                size += len(blob) + len(head_blob)
-    _merge_rows(conn, pending, live, kept)
+                _merge_rows(conn, _segment_rows(conn, picked), live, kept)
+                kept, picked, size = {}, [], 0
+            kept[term] = first
+            picked.extend((term, seg, rowid) for seg, rowid in found[first:])
+            size += max(frequency[term], 1) * _POSTING_BYTES
+    _merge_rows(conn, _segment_rows(conn, picked), live, kept)
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def _segment_rows(
+    conn: sqlite3.Connection, picked: list[tuple[str, int, int]]
+) -> list[tuple[str, int, bytes, bytes]]:
+    """The rows `picked` (term, seg, rowid) names, in its order: (term, seg, postings, heads),
+    read by ascending rowid."""
+    rowids = sorted(rowid for _term, _seg, rowid in picked)
+    found: dict[int, tuple[bytes, bytes]] = {}
+    for start in range(0, len(rowids), 4096):
+        chunk = rowids[start : start + 4096]
+        for rowid, blob, head_blob in conn.execute(
+            "SELECT rowid, postings, heads FROM search_segments "
+            f"WHERE rowid IN ({_marks(len(chunk))})",
+            chunk,
+        ):
+            if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):
+                raise sqlite3.DatabaseError("the search index holds invalid postings")
+            found[rowid] = (blob, head_blob)
+    return [(term, seg, *found[rowid]) for term, seg, rowid in picked]
 
 
 class _LiveDocs:
-    """The ids of the documents in the index, read once per merge, as a set or as a sorted
-    numpy array, whichever the merge path asks for first."""
+    """The ids of the documents in the index, read once per merge: which of some ids are
+    live (`mask`), by a table of the id range, or by a binary search when the ids are too
+    sparse for one (a store may hold any id up to `MAX_DOC_ID`)."""
+
+    DENSE = 4
+    """A table of the id range is used while it is at most this many times the live
+    documents (plus `_TABLE_MIN` entries)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._ids: array[int] | None = None
         self._set: set[int] | None = None
         self._array: Any = None
+        self._table: Any = None
 
     def ids(self) -> array[int]:
         if self._ids is None:
@@ -548,10 +603,27 @@ class _LiveDocs:
             self._set = set(self.ids())
         return self._set
 
-    def as_array(self) -> Any:
+    def mask(self, values: Any) -> Any:
+        """Which of `values` (a numpy int array) are live, as a boolean array."""
+        np = _numpy()
         if self._array is None:
-            self._array = _numpy().frombuffer(self.ids(), dtype=_numpy().int32)
-        return self._array
+            self._array = np.frombuffer(self.ids(), dtype=np.int32)
+            ids = self._array
+            if len(ids) and int(ids[-1]) - int(ids[0]) < self.DENSE * len(ids) + _TABLE_MIN:
+                self._table = np.zeros(int(ids[-1]) - int(ids[0]) + 1, dtype=bool)
+                self._table[ids - ids[0]] = True
+        ids = self._array
+        if not len(ids):
+            return np.zeros(len(values), dtype=bool)
+        if self._table is not None:
+            at = values - int(ids[0])
+            inside = (at >= 0) & (at < len(self._table))
+            return inside & self._table[np.where(inside, at, 0)]
+        at = np.minimum(np.searchsorted(ids, values), len(ids) - 1)
+        return ids[at] == values
+
+
+_TABLE_MIN = 1 << 16
 
 
 def _merge_rows(
@@ -566,7 +638,7 @@ def _merge_rows(
         return
     # About 7 bytes a posting (`postings.py`): the choice of path, not the result.
     if sum(len(blob) for _t, _s, blob, _h in rows) >= 7 * VECTOR_POSTINGS:
-        merged = _merge_many(rows, live.as_array())
+        merged = _merge_many(rows, live)
     else:
         merged = []
         begin = 0
@@ -613,7 +685,7 @@ def _merge_one(
 
 
 def _merge_many(
-    rows: list[tuple[str, int, bytes, bytes]], live_ids: Any
+    rows: list[tuple[str, int, bytes, bytes]], live: _LiveDocs
 ) -> list[tuple[str, int, bytes, bytes]]:
     """`_merge_one` for every term of `rows` at once, with numpy: the same rows."""
     np = _numpy()
@@ -624,7 +696,7 @@ def _merge_many(
     )
     counts, ids, tws, dls, firsts = decode_batch([row[2] for row in rows])
     term_of = np.repeat(row_term, counts)
-    keep = _isin_sorted(ids, live_ids)
+    keep = live.mask(ids)
     term_of, ids, tws, dls, firsts = (a[keep] for a in (term_of, ids, tws, dls, firsts))
     same_term = term_of[1:] == term_of[:-1]
     if bool((same_term & (ids[1:] <= ids[:-1])).any()):
@@ -638,7 +710,7 @@ def _merge_many(
         head_lengths.append(len(head_blob) // 4)
     head_ids = np.frombuffer(b"".join(row[3] for row in rows), dtype="<i4")
     head_term = np.repeat(row_term, np.asarray(head_lengths, dtype=np.int64))
-    live_heads = _isin_sorted(head_ids, live_ids)
+    live_heads = live.mask(head_ids)
     head_ids, head_term = head_ids[live_heads], head_term[live_heads]
     head_ends = np.cumsum(np.bincount(head_term, minlength=terms)).tolist()
     head_data = head_ids.astype("<i4").tobytes()
@@ -648,15 +720,6 @@ def _merge_many(
         out.append((rows[at][0], rows[at][1], blobs[t], head_data[4 * begin : 4 * head_ends[t]]))
         begin = head_ends[t]
     return out
-
-
-def _isin_sorted(values: Any, sorted_ids: Any) -> Any:
-    """Which of `values` are in `sorted_ids` (ascending), as a boolean array."""
-    np = _numpy()
-    if not len(sorted_ids):
-        return np.zeros(len(values), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
-    return sorted_ids[at] == values
 
 
 def unindex_doc(
@@ -753,6 +816,117 @@ def _ascii_body(text: str) -> tuple[Counter[str], int, list[int]]:
     return counts, total, list(first.values())
 
 
+_WIDE = 16
+"""Characters of a body word `_ascii_bodies` compares as numbers (two uint64); a longer word
+(rare in prose, hashes and base64 are) also gets a number from a dict."""
+
+
+@functools.cache
+def _byte_tables() -> tuple[Any, Any, Any]:
+    """Per byte: whether it is an ASCII letter or digit, the byte lowercased; per n ≤ 8, the
+    uint64 mask of a word's first n bytes (little-endian)."""
+    np = _numpy()
+    letters = np.array([chr(c).isalnum() for c in range(128)] + [False] * 128, dtype=bool)
+    lower = np.arange(256, dtype=np.uint8)
+    lower[ord("A") : ord("Z") + 1] += ord("a") - ord("A")
+    masks = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+    return letters, lower, masks
+
+
+class _Bodies(NamedTuple):
+    """`_ascii_bodies`: the postings of many bodies, body after body."""
+
+    words: list[str]
+    """The distinct non-stop words of all the bodies."""
+    bounds: list[int]
+    """Where each body's postings start (and, last, where they end)."""
+    word: Any
+    """Per posting, its word (an index into `words`); then its count, its first offset."""
+    counts: Any
+    firsts: Any
+    totals: list[int]
+    """Per body, its non-stop words (`_ascii_body`'s total)."""
+
+
+def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
+    """`_ascii_body` of many ASCII bodies at once, in numpy: the per-word work of a bulk
+    import's analysis, done by C loops over the bytes instead of one Python step a word.
+
+    The bodies are joined with spaces and read as bytes; a word is a run of letters and
+    digits. Each word is its first `_WIDE` lowercased bytes, zero-padded, read as two uint64
+    (a longer one: its first 8 and a number from a dict), and one stable sort by them puts
+    each word's occurrences together in text order: the postings of a (word, body) pair are
+    a run, whose first element is the first occurrence. A property test compares the
+    result with `_ascii_body` body by body."""
+    np = _numpy()
+    letters, lower, masks = _byte_tables()
+    sizes = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
+    body_starts = np.cumsum(sizes + 1) - (sizes + 1)
+    raw = np.frombuffer(" ".join(bodies).encode("ascii"), dtype=np.uint8)
+    inside = letters[raw].view(np.int8)
+    edges = np.diff(inside, prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    lengths = np.flatnonzero(edges == -1) - starts
+    # The text lowercased, read as uint64 at each of the 8 byte alignments: a word's first 8
+    # bytes are one element of one of them, its next 8 the element after.
+    rows = (len(raw) + 7) // 8 + 2
+    text = np.zeros(8 * rows + 8, dtype=np.uint8)
+    text[: len(raw)] = lower[raw]
+    aligned = np.stack([text[shift : shift + 8 * rows].view("<u8") for shift in range(8)])
+    shift, row = starts % 8, starts // 8
+    first = aligned[shift, row] & masks[np.minimum(lengths, 8)]
+    second = aligned[shift, row + 1] & masks[np.clip(lengths - 8, 0, 8)]
+    # A word longer than `_WIDE` gets, in place of its second 8 bytes, its number in a dict
+    # with a low byte of 1, which no word's bytes have (a letter or digit, or 0 past its end).
+    long_words: dict[bytes, int] = {}
+    wide = np.flatnonzero(lengths > _WIDE)
+    if len(wide):
+        numbered = itertools.count(1)
+        second[wide] = [
+            (long_words.setdefault(text[at : at + size].tobytes(), next(numbered)) << 8) | 1
+            for at, size in zip(starts[wide].tolist(), lengths[wide].tolist(), strict=True)
+        ]
+    order = np.lexsort((second, first))
+    h0, h1 = first[order], second[order]
+    fresh = np.ones(len(order), dtype=bool)
+    fresh[1:] = (h0[1:] != h0[:-1]) | (h1[1:] != h1[:-1])
+    word_of = np.cumsum(fresh) - 1
+    body_of = (np.searchsorted(body_starts, starts, side="right") - 1)[order]
+    # The distinct words: their bytes, or the dict's word when longer than `_WIDE`.
+    heads = order[fresh]
+    spelled = (
+        np.stack([first[heads], second[heads]], axis=1).astype("<u8").view(f"S{_WIDE}")
+        .ravel().astype(f"U{_WIDE}").tolist()
+    )  # fmt: skip
+    if long_words:
+        by_number = {number: word.decode("ascii") for word, number in long_words.items()}
+        for at in np.flatnonzero(second[heads] & 0xFF == 1).tolist():
+            spelled[at] = by_number[int(second[heads[at]]) >> 8]
+    stop = np.fromiter(map(STOP_WORDS.__contains__, spelled), dtype=bool, count=len(spelled))
+    # Runs of one (word, body); the stop words' dropped, and counted out of the totals.
+    run = np.ones(len(order), dtype=bool)
+    run[1:] = fresh[1:] | (body_of[1:] != body_of[:-1])
+    run_starts = np.flatnonzero(run)
+    counts = np.diff(np.append(run_starts, len(order)))
+    run_word = word_of[run_starts]
+    run_body = body_of[run_starts]
+    firsts = starts[order[run_starts]] - body_starts[run_body]
+    kept = ~stop[run_word]
+    totals = np.bincount(run_body[kept], weights=counts[kept], minlength=len(bodies))
+    # Body after body (the runs are by word, then body).
+    by_body = np.argsort(run_body[kept], kind="stable")
+    posting_body = run_body[kept][by_body]
+    bounds = np.searchsorted(posting_body, np.arange(len(bodies) + 1)).tolist()
+    return _Bodies(
+        spelled,
+        bounds,
+        run_word[kept][by_body],
+        counts[kept][by_body],
+        firsts[kept][by_body],
+        totals.astype(np.int64).tolist(),
+    )
+
+
 class _Analyzed(NamedTuple):
     keyed: dict[str, int]
     """Weighted counts (`FIELD_WEIGHTS`, BM25F) by buffer key: a body word, or an index term
@@ -767,23 +941,53 @@ class _Analyzed(NamedTuple):
     generic_path: list[str]
 
 
-def _analyze(fields: tuple[str, str, str, str], snippet: str, seen: dict[str, str]) -> _Analyzed:
-    """The analysis of one document (`index_doc`), its body words left unstemmed; `seen`
-    learns the short fields' words and terms. An empty `snippet` skips the first offsets."""
+class _Short(NamedTuple):
+    """The analysis of a document's short fields (title, path, summary)."""
+
+    keyed: dict[str, int]
+    """Their terms' weighted counts, keyed by `_TERM` + term, in first-seen order."""
+    length: int
+    title_terms: list[str]
+    path_terms: list[str]
+    heads: set[str]
+    generic_path: list[str]
+
+
+def _short_terms(fields: tuple[str, str, str, str], seen: dict[str, str]) -> _Short:
+    """Title, path and summary of `fields` analyzed; `seen` learns their words and terms."""
     title, path = fields[0], fields[1]
     short = [index_words(text) for text in fields[:3]]
     # Title and path in the query's form (CJK pairs), for the whole-query comparison; without
     # CJK characters that is exactly their index terms.
     title_terms = _query_form(title, short[0][0])
     path_terms = _query_form(path, short[1][0])
-    length = sum(len(terms) for terms, _words in short)
-    for terms, field_words in short:
+    keyed: dict[str, int] = {}
+    for (terms, field_words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
         seen.update(zip(field_words, terms, strict=True))
+        for term in terms:
+            key = _TERM + term
+            keyed[key] = keyed.get(key, 0) + weight
+    length = sum(len(terms) for terms, _words in short)
+    heads = {*short[0][0], *short[1][0]}
+    return _Short(keyed, length, title_terms, path_terms, heads, short[1][0])
+
+
+def _keyed_by_words(body: str, scan: str) -> bool:
+    """Whether the body's postings are keyed by its words (`_ascii_body`): an ASCII body that
+    is all of the snippet text scanned (or there is none), the bulk of what is written."""
+    return body.isascii() and (scan is body or not scan)
+
+
+def _analyze(fields: tuple[str, str, str, str], snippet: str, seen: dict[str, str]) -> _Analyzed:
+    """The analysis of one document (`index_doc`), its body words left unstemmed; `seen`
+    learns the short fields' words and terms. An empty `snippet` skips the first offsets."""
+    short = _short_terms(fields, seen)
+    length = short.length
     body = fields[3]
     scan = snippet[:SNIPPET_SCAN]
     keyed: dict[str, int]
     firsts: list[int]
-    if body.isascii() and (scan is body or not scan):
+    if _keyed_by_words(body, scan):
         # The body (the bulk of the work): one split, its words counted and located in C;
         # the flush stems each distinct word of the whole batch once.
         keyed, body_length, firsts = _ascii_body(body)
@@ -799,13 +1003,13 @@ def _analyze(fields: tuple[str, str, str, str], snippet: str, seen: dict[str, st
         firsts = [spans.get(key[1:], -1) for key in keyed]
     # BM25F's weighted count: the body's counts plus the short fields', weighted. Their
     # keys are terms, never a body word: new ones come last, not in the snippet text.
-    for (terms, _words), weight in zip(short, FIELD_WEIGHTS[:3], strict=True):
-        for term in terms:
-            key = _TERM + term
-            keyed[key] = keyed.get(key, 0) + weight
+    for key, weight in short.keyed.items():
+        keyed[key] = keyed.get(key, 0) + weight
     firsts.extend(repeat(-1, len(keyed) - len(firsts)))
-    heads = {*short[0][0], *short[1][0]}
-    return _Analyzed(keyed, firsts, length, title_terms, path_terms, heads, short[1][0])
+    return _Analyzed(
+        keyed, firsts, length, short.title_terms, short.path_terms, short.heads,
+        short.generic_path,
+    )  # fmt: skip
 
 
 def _terms_of(keys: Iterable[str]) -> set[str]:
@@ -907,6 +1111,8 @@ class AnalyzedChunk(NamedTuple):
     keys: list[str]
     numbers: array[int]
     terms: list[str]
+    words: bytes
+    """Per key: 1 when it is a body word (stemmed here), 0 when an index term already."""
 
 
 class BatchAnalyzer:
@@ -929,38 +1135,72 @@ class BatchAnalyzer:
             self.__init__(self.first)  # type: ignore[misc]  # a batch numbers its keys anew
         keys = self.keys
         known = len(keys)
-        pending: list[str] = []
+        counter = self.numbers
+        kids: array[int] = array("i")
         tws: array[int] = array("i")
         firsts: array[int] = array("i")
         out: list[PageAnalysis] = []
-        for slug, title, summary, body in pages:
+        scans = [snippet_text(body, summary)[:SNIPPET_SCAN] for _s, _t, summary, body in pages]
+        by_words = [
+            _keyed_by_words(body, scan)
+            for (_s, _t, _m, body), scan in zip(pages, scans, strict=True)
+        ]
+        bodies = _ascii_bodies(
+            [page[3] for page, fast in zip(pages, by_words, strict=True) if fast]
+        )
+        # The bodies' words numbered once each, not once a Page.
+        np = _numpy()
+        word_numbers = np.fromiter(
+            map(keys.setdefault, bodies.words, counter), dtype=np.int32, count=len(bodies.words)
+        )
+        body_kids = word_numbers[bodies.word].astype(np.int32)
+        body_tws = bodies.counts.astype(np.int32)
+        body_firsts = bodies.firsts.astype(np.int32)
+        fast_at = 0
+        for (slug, title, summary, body), scan, fast in zip(pages, scans, by_words, strict=True):
             fields = (title, slug, summary or "", body)
             seen: dict[str, str] = {}
-            found = _analyze(fields, snippet_text(body, summary), seen)
-            pending.extend(found.keyed)
-            tws.fromlist(list(found.keyed.values()))
-            firsts.fromlist(found.firsts)
+            if fast:
+                short = _short_terms(fields, seen)
+                begin, end = bodies.bounds[fast_at], bodies.bounds[fast_at + 1]
+                kids.frombytes(body_kids[begin:end].tobytes())
+                tws.frombytes(body_tws[begin:end].tobytes())
+                if scan:
+                    firsts.frombytes(body_firsts[begin:end].tobytes())
+                else:
+                    firsts.extend(repeat(-1, end - begin))
+                length = short.length + bodies.totals[fast_at]
+                fast_at += 1
+                keyed, postings = short.keyed, end - begin + len(short.keyed)
+                firsts.extend(repeat(-1, len(keyed)))
+                found: _Analyzed | _Short = short
+            else:
+                found = _analyze(fields, snippet_text(body, summary), seen)
+                keyed, postings, length = found.keyed, len(found.keyed), found.length
+                firsts.fromlist(found.firsts)
+            kids.extend(map(keys.setdefault, keyed, counter))
+            tws.fromlist(list(keyed.values()))
             out.append(
                 PageAnalysis(
-                    found.length,
+                    length,
                     found.title_terms,
                     found.path_terms,
                     list(found.heads),
                     is_generic(slug, found.title_terms, found.generic_path),
                     [item for pair in seen.items() for item in pair],
                     extract_links(body, own_slug=slug),
-                    len(found.keyed),
+                    postings,
                 )
             )
-        kids: array[int] = array("i")
-        kids.extend(map(keys.setdefault, pending, self.numbers))
         new = list(islice(keys.items(), known, None))
         new_keys = [key for key, _number in new]
-        words = [key for key in new_keys if key[0] != _TERM]
-        stems = iter(stem_words(words))
-        terms = [key[1:] if key[0] == _TERM else next(stems) for key in new_keys]
+        flags = bytes(key[0] != _TERM for key in new_keys)
+        stems = iter(stem_words(list(compress(new_keys, flags))))
+        terms = [
+            next(stems) if word else key[1:] for key, word in zip(new_keys, flags, strict=True)
+        ]
         numbers: array[int] = array("i", [number for _key, number in new])
-        return AnalyzedChunk(out, (kids, tws, firsts), new_keys, numbers, terms)
+        return AnalyzedChunk(out, (kids, tws, firsts), new_keys, numbers, terms, flags)
 
 
 def index_analyzed_page(

@@ -14,6 +14,7 @@ documents are gone are never proposed.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import sqlite3
 import threading
@@ -53,9 +54,12 @@ _LOOKUP = 500
 
 def record_words(conn: sqlite3.Connection, words: Mapping[str, str]) -> None:
     """Add the words and stems of one write batch (`IndexBuffer.words`) to `search_fuzzy`."""
-    new = sorted({w for pair in words.items() for w in pair if len(w) >= MIN_WORD})
+    seen = set(words)
+    seen.update(words.values())
+    ordered = sorted(seen)
+    ordered.sort(key=len)  # stable: by (length, word), the key's order
+    new = ordered[bisect.bisect_left(ordered, MIN_WORD, key=len) :]
     if new:
-        new.sort(key=len)  # stable: by (length, word), the key's order
         conn.executemany(
             "INSERT OR IGNORE INTO search_fuzzy (length, word) VALUES (?, ?)",
             zip(map(len, new), new, strict=True),
