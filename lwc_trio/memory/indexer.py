@@ -531,24 +531,24 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
     size = 0
     for start in range(0, len(crowded), 500):
         frequency = dict(crowded[start : start + 500])
-        segments: dict[str, list[tuple[int, int]]] = {}
+        segments: dict[str, list[tuple[str, int, int]]] = {}
         for term, seg, rowid in conn.execute(
             "SELECT term, seg, rowid FROM search_segments "
             f"WHERE term IN ({_marks(len(frequency))}) ORDER BY term, seg",
             list(frequency),
         ):
-            segments.setdefault(str(term), []).append((int(seg), int(rowid)))
+            segments.setdefault(str(term), []).append((str(term), int(seg), int(rowid)))
         for term, found in segments.items():
-            first = _merge_start(_spans([seg for seg, _rowid in found], end))
+            first = _merge_start(_spans([row[1] for row in found], end))
             if len(found) - first < 2:
                 first = 0  # fewer rows than `segs` says: merge them all, as before
             if size >= MERGE_CHUNK:
-                _merge_rows(conn, _segment_rows(conn, picked), live, kept)
+                _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
                 kept, picked, size = {}, [], 0
             kept[term] = first
-            picked.extend((term, seg, rowid) for seg, rowid in found[first:])
+            picked.extend(found[first:])
             size += max(frequency[term], 1) * _POSTING_BYTES
-    _merge_rows(conn, _segment_rows(conn, picked), live, kept)
+    _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
 
 
 def _marks(count: int) -> str:
@@ -628,16 +628,17 @@ _TABLE_MIN = 1 << 16
 
 def _merge_rows(
     conn: sqlite3.Connection,
+    picked: list[tuple[str, int, int]],
     rows: list[tuple[str, int, bytes, bytes]],
     live: _LiveDocs,
     kept: Mapping[str, int],
 ) -> None:
-    """Merge `rows` (the newest segments of each term among them, by term and seg; `kept`
-    says how many older ones each term keeps)."""
+    """Merge `rows` (the newest segments of each term among them, by term and seg; `picked`
+    their (term, seg, rowid); `kept` says how many older ones each term keeps)."""
     if not rows:
         return
     # About 7 bytes a posting (`postings.py`): the choice of path, not the result.
-    if sum(len(blob) for _t, _s, blob, _h in rows) >= 7 * VECTOR_POSTINGS:
+    if sum(map(len, map(operator.itemgetter(2), rows))) >= 7 * VECTOR_POSTINGS:
         merged = _merge_many(rows, live)
     else:
         merged = []
@@ -646,10 +647,17 @@ def _merge_rows(
             if end == len(rows) or rows[end][0] != rows[begin][0]:
                 merged.append(_merge_one(rows[begin:end], live.as_set()))
                 begin = end
-    # The merged row takes the place of the first one merged; the newer ones go.
+    # The merged row takes the place of the first one merged (by rowid: its term and seg
+    # stay, so the index is not touched); the newer ones go (by range, one index seek a
+    # term), and all of them when no document of the term is left.
+    firsts = [at for at in range(len(rows)) if at == 0 or rows[at][0] != rows[at - 1][0]]
     conn.executemany(
-        "UPDATE search_segments SET postings = ?, heads = ? WHERE term = ? AND seg = ?",
-        [(blob, heads, term, seg) for term, seg, blob, heads in merged if blob],
+        "UPDATE search_segments SET postings = ?, heads = ? WHERE rowid = ?",
+        [
+            (blob, heads, picked[at][2])
+            for (_t, _s, blob, heads), at in zip(merged, firsts, strict=True)
+            if blob
+        ],
     )
     conn.executemany(
         "DELETE FROM search_segments WHERE term = ? AND seg > ?",

@@ -249,7 +249,7 @@ def decode_batch(blobs: Sequence[bytes]) -> tuple[Any, Any, Any, Any, Any]:
     ids, weighted counts, lengths and first offsets of every blob one after the other (int64
     arrays). The same values as `decode_postings` blob by blob, and the same blobs refused."""
     np = _np()
-    if not all(isinstance(blob, bytes) for blob in blobs):
+    if not set(map(type, blobs)) <= {bytes}:
         raise _invalid()
     sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
     data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
