@@ -404,28 +404,34 @@ def _grouped_numpy(
     np = _numpy()
     terms = sorted(set(key_terms))
     rank_of = dict(zip(terms, range(len(terms)), strict=True))
-    key_rank = np.zeros(max(numbers) + 1, dtype=np.int64)
+    key_rank = np.zeros(max(numbers) + 1, dtype=np.int32)
     key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
     doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
     if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
         raise RuntimeError("an index buffer's documents are not in ascending id order")
     per_doc = np.frombuffer(buffer.doc_keys, np.int32)
-    ids = np.repeat(doc_ids, per_doc)
     ranks = key_rank[np.frombuffer(buffer.kids, np.int32)]
     del key_rank
     # By (term, doc id): the postings come document after document, ids ascending, so a
-    # stable sort by term alone is enough; by its two 16-bit halves, each a radix sort.
-    order = np.argsort((ranks & 0xFFFF).astype(np.uint16), kind="stable")
+    # stable sort by term alone is enough; by its two 16-bit halves, each a radix sort. The
+    # columns are int32 (a batch holds fewer than 2**31 postings): a 10,000-Page batch has
+    # over 5 million, and every int64 column of them is 40 MB.
+    order = np.argsort((ranks & 0xFFFF).astype(np.uint16), kind="stable").astype(np.int32)
     order = order[np.argsort((ranks[order] >> 16).astype(np.uint16), kind="stable")]
-    combined = (ranks[order] << 32) | ids[order]
-    del ranks
-    starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
+    ranks = ranks[order]
+    ids = np.repeat(doc_ids, per_doc)[order]
+    fresh = np.empty(len(order), dtype=bool)
+    fresh[:1] = True
+    np.not_equal(ranks[1:], ranks[:-1], out=fresh[1:])
+    fresh[1:] |= ids[1:] != ids[:-1]
+    starts = np.flatnonzero(fresh).astype(np.int32)
+    del fresh
+    g_ranks = ranks[starts]
+    g_ids = ids[starts]
+    del ranks, ids
     firsts_of_group = order[starts]
-    g_ranks = (combined[starts] >> 32).astype(np.int32)
-    del combined
-    g_ids = ids[firsts_of_group]
     g_lengths = np.repeat(np.frombuffer(buffer.doc_lengths, np.int32), per_doc)[firsts_of_group]
-    del ids, firsts_of_group
+    del firsts_of_group
     g_tws = np.add.reduceat(np.frombuffer(buffer.tws, np.int32)[order], starts)
     # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
     firsts = np.frombuffer(buffer.firsts, np.int32)[order].view(np.uint32)
