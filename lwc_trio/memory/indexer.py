@@ -475,11 +475,17 @@ def _encode_grouped(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> l
 
 MERGE_CHUNK = 8 * 1024 * 1024
 """Bytes of segment rows a merge reads before it writes them back merged (estimated from
-the terms' frequencies, `_POSTING_BYTES` a posting): a bulk write crowds most of its terms at
-once, and their postings together would be the whole index."""
+the terms' frequencies and rows, `_POSTING_BYTES` a posting and `_ROW_BYTES` a row): a bulk
+write crowds most of its terms at once, and their postings together would be the whole
+index."""
 
 _POSTING_BYTES = 8
 """A posting's bytes in a segment blob, about (`postings.py`: 7, and escapes)."""
+_ROW_BYTES = 256
+"""What a segment row costs a merge in memory besides its postings: the Python objects of
+its (term, seg, rowid) and (term, seg, postings, heads) tuples, read and merged. Most
+crowded terms of a bulk write are rare ones with a few postings a row: counted by their
+postings alone, a chunk held a million rows (hundreds of MB) at 40,000 Pages."""
 
 
 def _merge_start(sizes: Sequence[int]) -> int:
@@ -554,6 +560,7 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
             kept[term] = first
             picked.extend(found[first:])
             size += max(frequency[term], 1) * _POSTING_BYTES
+            size += (len(found) - first) * _ROW_BYTES
     _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
 
 
