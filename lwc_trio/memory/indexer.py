@@ -521,11 +521,11 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
 
     A bulk write's batches are alike, so its common terms all cross the bound at the same
     write. The crowded terms are taken in term order, as many at a time as `MERGE_CHUNK`
-    allows (estimated from their frequencies); their rows are read by rowid, ascending
-    (each batch's rows lie together, in term order: reading them term by term would jump
-    between batches), then merged: with numpy,
-    every term at once (`_merge_many`), when they hold `VECTOR_POSTINGS` or more, else term
-    by term (`_merge_one`). Both write the same rows."""
+    allows (estimated from their frequencies and rows); their rows are read by rowid,
+    ascending (each batch's rows lie together, in term order: reading them term by term
+    would jump between batches), then merged: with numpy, every term at once (`_merge_many`),
+    when they hold `VECTOR_POSTINGS` or more, else term by term (`_merge_one`). Both write
+    the same rows."""
     crowded: list[tuple[str, int]] = []
     for start in range(0, len(terms), 500):
         chunk = terms[start : start + 500]
