@@ -30,6 +30,7 @@ from lwc_trio.memory.postings import (
     encode_batch,
     encode_postings,
 )
+from lwc_trio.memory.schema import placeholders
 from lwc_trio.memory.tokenize import (
     STOP_WORDS,
     has_cjk,
@@ -532,7 +533,7 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
         crowded.extend(
             (str(row[0]), int(row[1]))
             for row in conn.execute(
-                f"SELECT term, df FROM search_terms WHERE term IN ({_marks(len(chunk))}) "
+                f"SELECT term, df FROM search_terms WHERE term IN ({placeholders(len(chunk))}) "
                 "AND segs > ?",
                 [*chunk, MAX_SEGMENTS],
             )
@@ -546,7 +547,7 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
         segments: dict[str, list[tuple[str, int, int]]] = {}
         for term, seg, rowid in conn.execute(
             "SELECT term, seg, rowid FROM search_segments "
-            f"WHERE term IN ({_marks(len(frequency))}) ORDER BY term, seg",
+            f"WHERE term IN ({placeholders(len(frequency))}) ORDER BY term, seg",
             list(frequency),
         ):
             segments.setdefault(str(term), []).append((str(term), int(seg), int(rowid)))
@@ -564,10 +565,6 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
     _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
 
 
-def _marks(count: int) -> str:
-    return ",".join("?" * count)
-
-
 def _segment_rows(
     conn: sqlite3.Connection, picked: list[tuple[str, int, int]]
 ) -> list[tuple[str, int, bytes, bytes]]:
@@ -579,7 +576,7 @@ def _segment_rows(
         chunk = rowids[start : start + 4096]
         for rowid, blob, head_blob in conn.execute(
             "SELECT rowid, postings, heads FROM search_segments "
-            f"WHERE rowid IN ({_marks(len(chunk))})",
+            f"WHERE rowid IN ({placeholders(len(chunk))})",
             chunk,
         ):
             if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):

@@ -23,6 +23,7 @@ from lwc_trio.memory.cache import RevisionCache
 from lwc_trio.memory.indexer import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.passages import Slot, allot, cost, outline, priors
 from lwc_trio.memory.passages import caps as page_caps
+from lwc_trio.memory.schema import placeholders
 from lwc_trio.memory.search import Hit
 from lwc_trio.memory.slugs import order_provenance
 from lwc_trio.memory.tokenize import is_cjk
@@ -257,16 +258,12 @@ def _window(text: str, at: int) -> str:
     return prefix + flat
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
     found: dict[str, set[str]] = {slug: set() for slug in slugs}
     if slugs:
         for slug, value in conn.execute(
             "SELECT page_slug, provenance FROM page_provenance "
-            f"WHERE page_slug IN ({_marks(len(slugs))})",
+            f"WHERE page_slug IN ({placeholders(len(slugs))})",
             list(slugs),
         ):
             found[slug].add(value)
@@ -325,7 +322,7 @@ def _page_rows(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, Page
     if slugs:
         for slug, title, kind, summary, head, length, updated in conn.execute(
             f"SELECT slug, title, kind, summary, substr(body, 1, {_HEAD}), length(body), "
-            f"updated_at FROM pages WHERE slug IN ({_marks(len(slugs))})",
+            f"updated_at FROM pages WHERE slug IN ({placeholders(len(slugs))})",
             list(slugs),
         ):
             pages[slug] = (title, kind, summary, head, int(length), updated)
@@ -340,7 +337,7 @@ def _source_rows(conn: sqlite3.Connection, source_ids: Sequence[str]) -> dict[st
     if source_ids:
         for ident, title, head, created in conn.execute(
             f"SELECT id, title, substr(content, 1, {SNIPPET_SCAN}), created_at "
-            f"FROM sources WHERE id IN ({_marks(len(source_ids))})",
+            f"FROM sources WHERE id IN ({placeholders(len(source_ids))})",
             list(source_ids),
         ):
             sources[ident] = (title, head, created)

@@ -26,12 +26,19 @@ __all__ = [
     "expected_schema",
     "lwc_header_version",
     "parse_count",
+    "placeholders",
 ]
 
 FORMAT_VERSION = 6
 """Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def placeholders(count: int) -> str:
+    """The `?, ?, …` of an `IN (...)` of `count` values."""
+    return ",".join("?" * count)
+
 
 # The search index (format 6) is plain tables the CLI maintains with the analyzer of
 # `lwc_trio.memory.tokenize` (folded, stemmed terms; CJK characters and pairs):

@@ -45,6 +45,7 @@ from lwc_trio.memory.fuzzy import (
 )
 from lwc_trio.memory.indexer import GENERIC_TERMS, unpack
 from lwc_trio.memory.postings import decode_postings, posting_count
+from lwc_trio.memory.schema import placeholders
 from lwc_trio.memory.tokenize import QueryTerm
 from lwc_trio.memory.typo_index import BoundIndex, WordIndex
 
@@ -113,10 +114,6 @@ def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _check(cancelled: threading.Event | None) -> None:
     if cancelled is not None and cancelled.is_set():
         raise MemoryCancelled()
@@ -171,7 +168,7 @@ def _doc_freqs(
         wanted = [term for term in wanted if term not in cached]
     for chunk in _chunks(wanted):
         rows = conn.execute(
-            f"SELECT term, df FROM search_terms WHERE term IN ({_marks(len(chunk))})", chunk
+            f"SELECT term, df FROM search_terms WHERE term IN ({placeholders(len(chunk))})", chunk
         )
         found.update((term, df) for term, df in rows if isinstance(df, int) and df > 0)
     if facts is not None and wanted and len(facts.dfs) < FACTS_MAX:
@@ -214,7 +211,7 @@ def load_postings(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, l
     for chunk in _chunks(list(dict.fromkeys(terms))):
         for term, blob in conn.execute(
             "SELECT term, postings FROM search_segments "
-            f"WHERE term IN ({_marks(len(chunk))}) ORDER BY term, seg",
+            f"WHERE term IN ({placeholders(len(chunk))}) ORDER BY term, seg",
             chunk,
         ):
             found.setdefault(str(term), []).append(_segment(blob))
@@ -510,7 +507,7 @@ def _describe(
         chunk = wanted[start : start + 500]
         for doc_id, doc_type, ident, title, path, generic in conn.execute(
             "SELECT doc_id, doc_type, ident, title_terms, path_terms, generic "
-            f"FROM search_docs WHERE doc_id IN ({_marks(len(chunk))})",
+            f"FROM search_docs WHERE doc_id IN ({placeholders(len(chunk))})",
             chunk,
         ):
             padded = f" {title} ", f" {path} "
@@ -529,7 +526,7 @@ def _summarized(conn: sqlite3.Connection, slugs: Sequence[str]) -> set[str]:
             for row in conn.execute(
                 "SELECT ps.source_id FROM page_sources AS ps JOIN pages AS p "
                 "ON p.slug = ps.page_slug WHERE p.kind = 'source' "
-                f"AND ps.page_slug IN ({_marks(len(chunk))})",
+                f"AND ps.page_slug IN ({placeholders(len(chunk))})",
                 chunk,
             )
         )
@@ -563,7 +560,7 @@ def _heads(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[arr
     for chunk in _chunks(list(dict.fromkeys(terms))):
         for term, blob in conn.execute(
             "SELECT term, heads FROM search_segments "
-            f"WHERE term IN ({_marks(len(chunk))}) ORDER BY term, seg",
+            f"WHERE term IN ({placeholders(len(chunk))}) ORDER BY term, seg",
             chunk,
         ):
             if not isinstance(blob, bytes):

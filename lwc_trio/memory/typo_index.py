@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, 
 from typing import Any
 
 from lwc_trio.exceptions import MemoryCancelled
+from lwc_trio.memory.schema import placeholders
 
 __all__ = [
     "MAX_INITIALS",
@@ -299,7 +300,7 @@ class BoundIndex:
         return {w: stem for w in words if (stem := got.get(w)) is not None}
 
     def _stems(self, chunk: list[str]) -> dict[str, Any]:
-        marks = ",".join("?" * len(chunk))
+        marks = placeholders(len(chunk))
         found: dict[str, str | None] = dict.fromkeys(chunk)
         for (term,) in self.conn.execute(
             f"SELECT term FROM search_terms WHERE term IN ({marks})", chunk
@@ -308,7 +309,7 @@ class BoundIndex:
                 found[term] = term
         rest = [w for w in chunk if found[w] is None]
         if rest:
-            rest_marks = ",".join("?" * len(rest))
+            rest_marks = placeholders(len(rest))
             for word, term in self.conn.execute(
                 f"SELECT word, term FROM search_words WHERE word IN ({rest_marks})", rest
             ):
@@ -323,7 +324,7 @@ class BoundIndex:
         return {s for s, yes in got.items() if yes}
 
     def _titled(self, chunk: list[str]) -> dict[str, Any]:
-        marks = ",".join("?" * len(chunk))
+        marks = placeholders(len(chunk))
         found = dict.fromkeys(chunk, False)
         for (term,) in self.conn.execute(
             f"SELECT DISTINCT term FROM search_segments WHERE term IN ({marks}) "

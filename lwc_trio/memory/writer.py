@@ -38,6 +38,7 @@ from lwc_trio.memory.indexer import (
     unindex_doc,
 )
 from lwc_trio.memory.links import extract_links
+from lwc_trio.memory.schema import placeholders
 from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
 from lwc_trio.memory.store import open_writer, read_info, utc_now, write_transaction
 
@@ -460,7 +461,7 @@ class Wiki:
             self._buffer.learn(*analyzed[2])
         sources = sorted(set(page.sources))
         if sources:
-            marks = ",".join("?" * len(sources))
+            marks = placeholders(len(sources))
             known = {
                 r[0]
                 for r in self.conn.execute(f"SELECT id FROM sources WHERE id IN ({marks})", sources)
