@@ -1193,7 +1193,7 @@ class BatchAnalyzer:
                 firsts.extend(repeat(-1, len(keyed)))
                 found: _Analyzed | _Short = short
             else:
-                found = _analyze(fields, snippet_text(body, summary), seen)
+                found = _analyze(fields, scan, seen)  # the snippet text, as far as scanned
                 keyed, postings, length = found.keyed, len(found.keyed), found.length
                 firsts.fromlist(found.firsts)
             kids.extend(map(keys.setdefault, keyed, counter))
