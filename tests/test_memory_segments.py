@@ -621,3 +621,91 @@ def test_a_bulk_import_on_one_cpu_starts_no_second_process(
     with Wiki(db) as wiki:
         assert wiki.put_pages(pages)["created"] == 1000
     assert not started
+
+
+@pytest.mark.parametrize(
+    ("owners", "written"),
+    [
+        ("wwww", "all"),  # the analysis process analyzed every chunk
+        ("llll", "all"),  # the writer analyzed every chunk itself
+        ("wlwl", "all"),
+        ("lwwl", "some"),  # and some Pages are not written (unchanged)
+        ("wllw", "none_of_one"),  # a chunk none of whose Pages is written
+    ],
+)
+def test_postings_grouped_in_two_processes_equal_those_grouped_in_one(
+    owners: str, written: str
+) -> None:
+    """A bulk import's batch: the chunks the analysis process analyzed keep their postings
+    there and come back grouped (`HeldPostings`), those the writer analyzed itself are
+    grouped at the flush; joined, they give the terms, frequencies and blobs one grouping of
+    the whole batch gives, whichever process took which chunk and whichever Pages are left
+    out."""
+    pytest.importorskip("numpy")
+    from lwc_trio.memory.indexer import AnalyzedChunk, BatchAnalyzer, HeldPostings
+
+    rng = random.Random(len(owners) * 7 + len(written))
+    texts = [
+        (
+            f"p-{i}",
+            f"Page {i} {rng.choice(WORDS)}",
+            None if i % 3 else "cache summary",
+            " ".join(rng.choice(WORDS) + rng.choice(["", "s", "_x", "1"]) for _ in range(40))
+            + (" naïve café" if i % 5 == 0 else ""),
+        )
+        for i in range(4 * 30)
+    ]
+    chunks = [texts[at : at + 30] for at in range(0, len(texts), 30)]
+    if written == "all":
+        skipped: set[int] = set()
+    elif written == "some":
+        skipped = {i for i in range(len(texts)) if i % 4 == 1}
+    else:
+        skipped = set(range(30, 60))
+
+    def doc_id(i: int) -> int:
+        return 100 + 2 * i  # ascending in Page order, with gaps
+
+    def add_here(buffer: IndexBuffer, number: int, analyzed: AnalyzedChunk) -> None:
+        """A chunk analyzed in the writer's process: its postings go to `buffer`."""
+        buffer.learn(analyzed.keys, analyzed.numbers, analyzed.terms, analyzed.words)
+        kids, tws, firsts = analyzed.columns
+        at = 0
+        for offset, analysis in enumerate(analyzed.pages):
+            end = at + analysis.postings
+            if number * 30 + offset not in skipped:
+                columns = (kids[at:end], tws[at:end], firsts[at:end])
+                buffer.add_numbered(
+                    doc_id(number * 30 + offset), analysis.length, columns, analysis.pairs
+                )
+            at = end
+
+    whole = IndexBuffer()
+    alone = BatchAnalyzer(first=0)
+    for number, chunk in enumerate(chunks):
+        add_here(whole, number, alone.chunk(chunk, new_batch=number == 0))
+
+    split = IndexBuffer()
+    worker, local, held = BatchAnalyzer(first=0), BatchAnalyzer(first=1), HeldPostings()
+    for number, (chunk, owner) in enumerate(zip(chunks, owners, strict=True)):
+        analyzer = worker if owner == "w" else local
+        first_of_owner = owners.index(owner) == number
+        analyzed = analyzer.chunk(chunk, new_batch=first_of_owner)
+        if owner == "w":
+            analyzed = held.hold(analyzed)
+            for offset, analysis in enumerate(analyzed.pages):
+                i = number * 30 + offset
+                if i not in skipped:
+                    split.add_placed(doc_id(i), analyzed.held + offset, analysis.pairs)
+        else:
+            add_here(split, number, analyzed)
+    if "w" in owners:
+        split.add_part(*held.group())
+
+    expected = whole._grouped()
+    got = split._grouped()
+    assert got == expected
+    assert expected[0]
+    # Every body word of a written Page is recorded (those only in Pages not written may
+    # be too: such a Page is in the store, unchanged, with its words).
+    assert whole.words.items() <= split.words.items()

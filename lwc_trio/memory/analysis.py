@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.indexer import AnalyzedChunk, BatchAnalyzer, ChunkColumns, PageAnalysis
+from lwc_trio.memory.indexer import (
+    AnalyzedChunk,
+    BatchAnalyzer,
+    ChunkColumns,
+    Grouped,
+    HeldPostings,
+    PageAnalysis,
+)
 
 __all__ = ["CHUNK", "AnalysisWorker", "Analyzed", "main"]
 
@@ -47,14 +54,27 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 Keys = tuple[list[str], "array[int]", list[str], bytes]
 """Keys a chunk numbered first: the keys, their numbers, their index terms, which are body
 words (`IndexBuffer.learn`)."""
-Analyzed = tuple[PageAnalysis, ChunkColumns, Keys | None]
-"""One Page's analysis, its postings' columns and, with the first Page of each chunk, the keys
-the chunk numbered first (to be learnt by the batch's buffer whether or not the Page is
-written)."""
+Part = tuple[Grouped, tuple[list[str], list[str]]]
+"""A batch's postings the worker grouped, and the body words among them with their stems
+(`HeldPostings.group`, `IndexBuffer.add_part`)."""
+
+
+class Analyzed(NamedTuple):
+    """One Page's analysis, as `AnalysisWorker.take` gives it."""
+
+    page: PageAnalysis
+    columns: ChunkColumns | None
+    """Its postings' columns; None when the worker holds them (`place`)."""
+    keys: Keys | None
+    """With the first Page of a chunk analyzed here, the keys the chunk numbered first (to
+    be learnt by the batch's buffer whether or not the Page is written)."""
+    place: int
+    """Its place among the Pages whose postings the worker holds (−1: none)."""
 
 
 class _Chunk(NamedTuple):
     number: int
+    """−1: the request to group the batch's postings (`AnalysisWorker.grouped`)."""
     batch: int
     pages: list[tuple[str, str, str | None, str]]
 
@@ -79,10 +99,16 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C stops
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     analyzer = BatchAnalyzer(first=0)
+    held = HeldPostings()
     while (request := _read_frame(stdin)) is not None:
         new_batch, pages = pickle.loads(request)
         try:
-            answer: tuple[str, Any] = ("ok", analyzer.chunk(pages, new_batch=new_batch))
+            if pages is None:  # the batch ends: its postings grouped
+                answer: tuple[str, Any] = ("ok", held.group())
+            elif new_batch and len(held):
+                raise RuntimeError("a write batch began before the last one was grouped")
+            else:
+                answer = ("ok", held.hold(analyzer.chunk(pages, new_batch=new_batch)))
         except Exception:
             answer = ("error", traceback.format_exc(limit=5))
         _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
@@ -92,15 +118,18 @@ def main() -> int:
 
 
 class AnalysisWorker:
-    """The parent's side: `submit` a write batch's Pages, `take` their analyses in order.
+    """The parent's side: `submit` a write batch's Pages, `take` their analyses in order,
+    then take the batch's postings the worker grouped (`grouped`).
 
     A feeder thread sends the chunks (two at a time at most: the worker is never idle, and
     the rest stay here) and a reader thread collects the answers, so neither process ever
     waits on a full pipe while the other does. When the writer needs a chunk the worker has
     not answered yet, it analyzes one of the chunks not sent yet itself (the last one, or
     the one it needs) instead of waiting: both cores analyze until the writer has rows to
-    write. The parent submits at most one batch ahead of the one it writes, which bounds
-    what is held in memory."""
+    write. The worker keeps the postings of the chunks it analyzed and groups them by term
+    once the batch's last chunk has left the queue, while the writer still writes the
+    batch's Pages: the second core does that share of the flush too. The parent submits at
+    most one batch ahead of the one it writes, which bounds what is held in memory."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
@@ -153,7 +182,7 @@ class AnalysisWorker:
                     chunk = self._queued.popleft()
                     self._sent.append(chunk)
                 new_batch, batch = chunk.batch != batch, chunk.batch
-                request = (new_batch, chunk.pages)
+                request = (new_batch, chunk.pages if chunk.number >= 0 else None)
                 _write_frame(stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
         except (BrokenPipeError, ValueError, OSError):
             pass  # the worker is gone: `take` says so
@@ -173,12 +202,14 @@ class AnalysisWorker:
         self._answers.put(None)
 
     def submit(self, pages: Sequence[tuple[str, str, str | None, str]]) -> None:
-        """Queue one write batch's Pages (slug, title, summary, body) for analysis."""
+        """Queue one write batch's Pages (slug, title, summary, body) for analysis, then
+        the grouping of its postings (`grouped`)."""
         with self._lock:
             for start in range(0, len(pages), CHUNK):
                 chunk = _Chunk(self._chunks, self._batches, list(pages[start : start + CHUNK]))
                 self._queued.append(chunk)
                 self._chunks += 1
+            self._queued.append(_Chunk(-1, self._batches, []))
             self._batches += 1
             self._lock.notify_all()
 
@@ -203,7 +234,7 @@ class AnalysisWorker:
                 if self._sent and self._sent[0].number == number:
                     if not self._answers.empty():
                         break
-                    mine = self._queued.pop() if self._queued else None
+                    mine = self._last_queued()
                 elif self._queued and self._queued[0].number == number:
                     mine = self._queued.popleft()
                 else:
@@ -214,6 +245,30 @@ class AnalysisWorker:
         found = self._done.pop(number, None)
         if found is not None:
             return found
+        answer: AnalyzedChunk = self._answer(number)
+        if answer.held < 0:
+            raise WikiError("internal_error", "the page analysis process answered out of step")
+        return answer
+
+    def _last_queued(self) -> _Chunk | None:
+        """Take the last chunk not sent yet, if any: the batch's grouping request, last in
+        the queue, stays there."""
+        queued = self._queued
+        if len(queued) < 2 or queued[-2].number < 0:
+            return None
+        request = queued.pop()
+        chunk = queued.pop()
+        queued.append(request)
+        return chunk
+
+    def grouped(self) -> Part:
+        """The postings of the batch whose Pages were all taken (`take`), as the worker
+        grouped them: those of the chunks it analyzed (not of those analyzed here)."""
+        answer: Part = self._answer(-1)
+        return answer
+
+    def _answer(self, number: int) -> Any:
+        """The worker's next answer, which must be the one to the request `number`."""
         data = self._answers.get()
         with self._lock:
             chunk = self._sent.popleft()
@@ -227,18 +282,21 @@ class AnalysisWorker:
         status, value = pickle.loads(data)
         if status != "ok":
             raise WikiError("internal_error", f"the page analysis process failed:\n{value}")
-        if chunk.number != number or len(value.pages) != len(chunk.pages):
+        if chunk.number != number or (number >= 0 and len(value.pages) != len(chunk.pages)):
             raise WikiError("internal_error", "the page analysis process answered out of step")
-        answer: AnalyzedChunk = value
-        return answer
+        return value
 
     def _split(self, chunk: AnalyzedChunk) -> Iterator[Analyzed]:
+        if chunk.held >= 0:  # the worker keeps the postings
+            for place, page in enumerate(chunk.pages, chunk.held):
+                yield Analyzed(page, None, None, place)
+            return
         kids, tws, firsts = chunk.columns
         keys: Keys | None = (chunk.keys, chunk.numbers, chunk.terms, chunk.words)
         at = 0
         for page in chunk.pages:
             end = at + page.postings
-            yield page, (kids[at:end], tws[at:end], firsts[at:end]), keys
+            yield Analyzed(page, (kids[at:end], tws[at:end], firsts[at:end]), keys, -1)
             keys = None
             at = end
 

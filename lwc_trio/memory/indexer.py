@@ -47,11 +47,15 @@ __all__ = [
     "MAX_SEGMENTS",
     "SNIPPET_SCAN",
     "BatchAnalyzer",
+    "Grouped",
+    "HeldPostings",
     "IndexBuffer",
     "PageAnalysis",
     "ascii_words",
+    "group_postings",
     "index_analyzed_page",
     "index_doc",
+    "index_placed_page",
     "is_generic",
     "pack",
     "reindex_all",
@@ -181,6 +185,11 @@ class IndexBuffer:
         self.doc_keys: array[int] = array("i")
         self.doc_lengths: array[int] = array("i")
         """Per document: its id, how many postings it added, its length."""
+        self.part: Grouped | None = None
+        """Postings an analysis process grouped for this batch (`add_part`)."""
+        self.placed_at: array[int] = array("i")
+        self.placed_ids: array[int] = array("i")
+        """The `part`'s documents written: their places in it and their doc ids."""
         self.heads: defaultdict[str, list[int]] = defaultdict(list)
         self.dead: set[int] = set()
         """Documents of this buffer (ids ≥ `first_doc`) taken out again before the flush."""
@@ -228,6 +237,23 @@ class IndexBuffer:
         self.doc_lengths.append(length)
         if pairs:
             self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
+
+    def add_placed(self, doc_id: int, place: int, pairs: list[str]) -> None:
+        """One document whose postings an analysis process keeps and groups (`add_part`):
+        `place` is its place among them; `pairs` as for `add_numbered`."""
+        self.placed_at.append(place)
+        self.placed_ids.append(doc_id)
+        if pairs:
+            self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
+
+    def add_part(self, part: Grouped, words: tuple[list[str], list[str]]) -> None:
+        """The postings an analysis process grouped for this batch (`HeldPostings.group`)
+        and the body words among their keys with their stems. Its documents not placed
+        (`add_placed`) are not written: their postings are left out."""
+        if self.part is not None:
+            raise RuntimeError("an index buffer got two grouped parts")
+        self.part = part
+        self.words.update(zip(*words, strict=True))
 
     def _number(self) -> None:
         """Give the pending keys their numbers: one dictionary step a posting, in C (a key
@@ -277,10 +303,10 @@ class IndexBuffer:
     ) -> tuple[list[str], list[int], list[bytes]]:
         """Every term of the buffer (sorted), its number of documents (the dead ones
         included: their unindexing subtracted them) and its live postings' blob (b"": none)."""
-        if not self.doc_ids:
+        if not self.doc_ids and not self.placed_ids:
             return [], [], []
         numbers, key_terms = self._key_terms(recorded)
-        if len(self.kids) >= VECTOR_POSTINGS:
+        if self.part is not None or len(self.kids) >= VECTOR_POSTINGS:
             return _grouped_numpy(self, numbers, key_terms)
         term_of = dict(zip(numbers, key_terms, strict=True))
         by_term: dict[str, dict[int, list[int]]] = {}
@@ -369,7 +395,8 @@ class IndexBuffer:
                 )
             if added:
                 grown = list(filter(added.__contains__, changes))
-                _merge_segments(conn, grown, self.doc_ids[-1] + 1)
+                last = max(self.doc_ids[-1:] + self.placed_ids[-1:])
+                _merge_segments(conn, grown, last + 1)
         words = self.words
         if recorded:
             for word in words.keys() & recorded:
@@ -397,56 +424,147 @@ ENCODE_CHUNK = 250_000
 arrays of that length) stay small whatever the batch."""
 
 
-def _grouped_numpy(
-    buffer: IndexBuffer, numbers: list[int], key_terms: list[str]
-) -> tuple[list[str], list[int], list[bytes]]:
-    """`IndexBuffer._grouped` with numpy: every posting sorted by (term, doc id) at once,
-    the postings of one document's words sharing a stem summed."""
+class Grouped(NamedTuple):
+    """Postings grouped by (term, document), sorted so, a row per group: documents are told
+    by their place among the grouped ones (`at`), so that an analysis process can group
+    its Pages' postings before the writer gives them doc ids (in the same order)."""
+
+    terms: list[str]
+    """The terms (sorted); `ranks` index them."""
+    ranks: Any
+    at: Any
+    tws: Any
+    """The weighted counts of the document's words sharing the term's stem, summed."""
+    firsts: Any
+    """The earliest first offset in the snippet text (−1: none)."""
+    lengths: Any
+    """The document's length."""
+    docs: int
+    """How many documents were grouped (`at` is below)."""
+
+
+def group_postings(
+    numbers: Sequence[int],
+    key_terms: Sequence[str],
+    columns: tuple[Any, Any, Any],
+    per_doc: Any,
+    lengths: Any,
+) -> Grouped:
+    """Group postings given document after document: `columns` (int32 key numbers,
+    weighted counts, first offsets), `per_doc` each document's number of postings and
+    `lengths` its length; `numbers` the keys and, aligned, `key_terms` their index terms
+    (several keys, words sharing a stem, may have one). With numpy, every posting at once."""
     np = _numpy()
     terms = sorted(set(key_terms))
     rank_of = dict(zip(terms, range(len(terms)), strict=True))
+    kids, tws, firsts = (np.frombuffer(column, np.int32) for column in columns)
+    per_doc = np.frombuffer(per_doc, np.int32)
+    if not len(kids):
+        empty = np.zeros(0, dtype=np.int32)
+        return Grouped([], empty, empty, empty, empty, empty, len(per_doc))
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int32)
     key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
-    doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
-    if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
-        raise RuntimeError("an index buffer's documents are not in ascending id order")
-    per_doc = np.frombuffer(buffer.doc_keys, np.int32)
-    ranks = key_rank[np.frombuffer(buffer.kids, np.int32)]
+    ranks = key_rank[kids]
     del key_rank
-    # By (term, doc id): the postings come document after document, ids ascending, so a
-    # stable sort by term alone is enough; by its two 16-bit halves, each a radix sort. The
-    # columns are int32 (a batch holds fewer than 2**31 postings): a 10,000-Page batch has
-    # over 5 million, and every int64 column of them is 40 MB.
+    # By (term, document): the postings come document after document, so a stable sort by
+    # term alone is enough; by its two 16-bit halves, each a radix sort. The columns are
+    # int32 (a batch holds fewer than 2**31 postings): a 10,000-Page batch has over 5
+    # million, and every int64 column of them is 40 MB.
     order = np.argsort((ranks & 0xFFFF).astype(np.uint16), kind="stable").astype(np.int32)
     order = order[np.argsort((ranks[order] >> 16).astype(np.uint16), kind="stable")]
     ranks = ranks[order]
-    ids = np.repeat(doc_ids, per_doc)[order]
+    at = np.repeat(np.arange(len(per_doc), dtype=np.int32), per_doc)[order]
     fresh = np.empty(len(order), dtype=bool)
     fresh[:1] = True
     np.not_equal(ranks[1:], ranks[:-1], out=fresh[1:])
-    fresh[1:] |= ids[1:] != ids[:-1]
+    fresh[1:] |= at[1:] != at[:-1]
     starts = np.flatnonzero(fresh).astype(np.int32)
     del fresh
     g_ranks = ranks[starts]
-    g_ids = ids[starts]
-    del ranks, ids
-    firsts_of_group = order[starts]
-    g_lengths = np.repeat(np.frombuffer(buffer.doc_lengths, np.int32), per_doc)[firsts_of_group]
-    del firsts_of_group
-    g_tws = np.add.reduceat(np.frombuffer(buffer.tws, np.int32)[order], starts)
+    g_at = at[starts]
+    del ranks, at
+    g_lengths = np.frombuffer(lengths, np.int32)[g_at]
+    g_tws = np.add.reduceat(tws[order], starts)
     # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
-    firsts = np.frombuffer(buffer.firsts, np.int32)[order].view(np.uint32)
-    del order
-    g_firsts = np.minimum.reduceat(firsts, starts).view(np.int32)
-    del firsts, starts
-    counts = np.bincount(g_ranks, minlength=len(terms))
-    if buffer.dead:
-        keep = ~np.isin(g_ids, np.asarray(sorted(buffer.dead), dtype=np.int32))
-        g_ranks, g_ids, g_lengths, g_tws, g_firsts = (
-            column[keep] for column in (g_ranks, g_ids, g_lengths, g_tws, g_firsts)
+    g_firsts = np.minimum.reduceat(firsts[order].view(np.uint32), starts).view(np.int32)
+    return Grouped(terms, g_ranks, g_at, g_tws, g_firsts, g_lengths, len(per_doc))
+
+
+def _grouped_numpy(
+    buffer: IndexBuffer, numbers: list[int], key_terms: list[str]
+) -> tuple[list[str], list[int], list[bytes]]:
+    """`IndexBuffer._grouped` with numpy: the buffer's own postings grouped by term (the
+    postings of one document's words sharing a stem summed) and joined with the part an
+    analysis process grouped (`IndexBuffer.add_part`)."""
+    np = _numpy()
+    doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
+    if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
+        raise RuntimeError("an index buffer's documents are not in ascending id order")
+    parts = []
+    if buffer.kids:
+        columns = (buffer.kids, buffer.tws, buffer.firsts)
+        own = group_postings(numbers, key_terms, columns, buffer.doc_keys, buffer.doc_lengths)
+        parts.append((own, doc_ids))
+    if buffer.part is not None:
+        ids_of = np.full(buffer.part.docs, -1, dtype=np.int32)
+        ids_of[np.frombuffer(buffer.placed_at, np.int32)] = np.frombuffer(
+            buffer.placed_ids, np.int32
         )
-    live = np.bincount(g_ranks, minlength=len(terms))
-    blobs = _encode_grouped(live, g_ids, g_tws, g_lengths, g_firsts)
+        parts.append((buffer.part, ids_of))
+    return _joined(parts, buffer.dead)
+
+
+def _joined(
+    parts: list[tuple[Grouped, Any]], dead: Set[int]
+) -> tuple[list[str], list[int], list[bytes]]:
+    """`_grouped_numpy`'s answer from grouped parts, each with the doc id of each place (−1:
+    the document was not written, an unchanged Page)."""
+    np = _numpy()
+    if not parts:
+        return [], [], []
+    if len(parts) == 1:
+        grouped, ids_of = parts[0]
+        terms = grouped.terms
+        ranks, tws, firsts, lengths = grouped.ranks, grouped.tws, grouped.firsts, grouped.lengths
+        ids = ids_of[grouped.at]
+    else:
+        terms = sorted(set().union(*(grouped.terms for grouped, _ids in parts)))
+        rank_of = dict(zip(terms, range(len(terms)), strict=True))
+        ranks = np.concatenate([
+            np.asarray(list(map(rank_of.__getitem__, grouped.terms)) or [0], np.int32)[
+                grouped.ranks
+            ]
+            for grouped, _ids in parts
+        ])  # fmt: skip
+        ids = np.concatenate([ids_of[grouped.at] for grouped, ids_of in parts])
+        tws, firsts, lengths = (
+            np.concatenate([getattr(grouped, name) for grouped, _ids in parts])
+            for name in ("tws", "firsts", "lengths")
+        )
+    written = ids >= 0
+    if not bool(written.all()):
+        ranks, ids, tws, firsts, lengths = (
+            column[written] for column in (ranks, ids, tws, firsts, lengths)
+        )
+    if len(parts) > 1:
+        # Each part is sorted by (term, doc id): a stable sort merges the runs.
+        order = np.argsort((ranks.astype(np.int64) << 32) | ids, kind="stable")
+        ranks, ids, tws, firsts, lengths = (
+            column[order] for column in (ranks, ids, tws, firsts, lengths)
+        )
+    counts = np.bincount(ranks, minlength=len(terms))
+    if dead:
+        keep = ~np.isin(ids, np.asarray(sorted(dead), dtype=np.int32))
+        ranks, ids, tws, firsts, lengths = (
+            column[keep] for column in (ranks, ids, tws, firsts, lengths)
+        )
+    live = np.bincount(ranks, minlength=len(terms))
+    blobs = _encode_grouped(live, ids, tws, lengths, firsts)
+    present = counts > 0
+    if not bool(present.all()):  # terms of Pages not written only
+        kept = present.tolist()
+        terms, blobs = list(compress(terms, kept)), list(compress(blobs, kept))
+        counts = counts[present]
     return terms, counts.tolist(), blobs
 
 
@@ -1131,6 +1249,9 @@ class AnalyzedChunk(NamedTuple):
     terms: list[str]
     words: bytes
     """Per key: 1 when it is a body word (stemmed here), 0 when an index term already."""
+    held: int = -1
+    """−1: the postings and keys are here. Else the analysis process kept them
+    (`HeldPostings`) and this is the place of the chunk's first Page among its Pages."""
 
 
 class BatchAnalyzer:
@@ -1219,6 +1340,77 @@ class BatchAnalyzer:
         ]
         numbers: array[int] = array("i", [number for _key, number in new])
         return AnalyzedChunk(out, (kids, tws, firsts), new_keys, numbers, terms, flags)
+
+
+class HeldPostings:
+    """The postings of the chunks an analysis process analyzed for one write batch, kept
+    there and grouped by term when the batch ends (`group`): the writer gets them grouped
+    (`IndexBuffer.add_part`) instead of grouping them itself."""
+
+    def __init__(self) -> None:
+        self.kids: array[int] = array("i")
+        self.tws: array[int] = array("i")
+        self.firsts: array[int] = array("i")
+        self.per_doc: array[int] = array("i")
+        self.lengths: array[int] = array("i")
+        self.numbers: array[int] = array("i")
+        self.terms: list[str] = []
+        self.keys: list[str] = []
+        self.flags = bytearray()
+        """The keys numbered, their numbers and index terms, and which are body words."""
+
+    def __len__(self) -> int:
+        """The Pages held."""
+        return len(self.per_doc)
+
+    def hold(self, chunk: AnalyzedChunk) -> AnalyzedChunk:
+        """Keep `chunk`'s postings and keys; the chunk without them (`held` set)."""
+        start = len(self.per_doc)
+        for column, values in zip((self.kids, self.tws, self.firsts), chunk.columns, strict=True):
+            column.extend(values)
+        self.per_doc.fromlist([page.postings for page in chunk.pages])
+        self.lengths.fromlist([page.length for page in chunk.pages])
+        self.numbers.extend(chunk.numbers)
+        self.terms.extend(chunk.terms)
+        self.keys.extend(chunk.keys)
+        self.flags.extend(chunk.words)
+        empty: array[int] = array("i")
+        return AnalyzedChunk(chunk.pages, (empty, empty, empty), [], empty, [], b"", start)
+
+    def group(self) -> tuple[Grouped, tuple[list[str], list[str]]]:
+        """The held postings grouped, and the body words among their keys (those in a
+        posting: not a stop word) with their stems; then nothing is held."""
+        np = _numpy()
+        numbers, terms, keys, flags = self.numbers, self.terms, self.keys, bytes(self.flags)
+        if self.kids:
+            used = np.zeros(max(numbers) + 1, dtype=bool)
+            used[np.frombuffer(self.kids, np.int32)] = True
+            chosen = used[np.frombuffer(numbers, np.int32)]
+            if not bool(chosen.all()):
+                at = np.flatnonzero(chosen).tolist()
+                numbers = array("i", map(numbers.__getitem__, at))
+                terms = list(map(terms.__getitem__, at))
+                keys = list(map(keys.__getitem__, at))
+                flags = bytes(map(flags.__getitem__, at))
+        grouped = group_postings(
+            numbers, terms, (self.kids, self.tws, self.firsts), self.per_doc, self.lengths
+        )
+        words = (list(compress(keys, flags)), list(compress(terms, flags)))
+        self.__init__()  # type: ignore[misc]  # empty again
+        return grouped, words
+
+
+def index_placed_page(
+    conn: sqlite3.Connection, slug: str, analysis: PageAnalysis, place: int, buffer: IndexBuffer
+) -> None:
+    """`index_analyzed_page` for a Page whose postings the analysis process holds (its
+    `place` among them, `HeldPostings`)."""
+    doc_id = _insert_doc(
+        conn, "page", slug, analysis.title_terms, analysis.path_terms, analysis.generic,
+        analysis.length,
+    )  # fmt: skip
+    buffer.add_placed(doc_id, place, analysis.pairs)
+    _counted(buffer, doc_id, analysis.length, analysis.heads)
 
 
 def index_analyzed_page(

@@ -33,6 +33,7 @@ from lwc_trio.memory.indexer import (
     IndexBuffer,
     index_analyzed_page,
     index_page,
+    index_placed_page,
     index_source,
     reindex_all,
     unindex_doc,
@@ -456,9 +457,9 @@ class Wiki:
         Its sources, provenance and links go to `rows` (written by the caller before the
         transaction ends, for every Page of it at once), else are written here. `analyzed`
         is its analysis by an `AnalysisWorker`, else it is analyzed here."""
-        if analyzed is not None and analyzed[2] is not None:
+        if analyzed is not None and analyzed.keys is not None:
             assert self._buffer is not None  # inside `_content_write`
-            self._buffer.learn(*analyzed[2])
+            self._buffer.learn(*analyzed.keys)
         sources = sorted(set(page.sources))
         if sources:
             marks = placeholders(len(sources))
@@ -475,7 +476,7 @@ class Wiki:
         if analyzed is None:
             links = extract_links(page.body, own_slug=page.slug)
         else:
-            links = analyzed[0].links
+            links = analyzed.page.links
         if page.links:
             links = sorted(set(links).union(page.links) - {page.slug})
         existing = self._page_row(page.slug)
@@ -509,7 +510,12 @@ class Wiki:
             index_page(self.conn, page.slug, page.title, page.summary, page.body, self._buffer)
         else:
             assert self._buffer is not None
-            index_analyzed_page(self.conn, page.slug, analyzed[0], analyzed[1], self._buffer)
+            if analyzed.columns is None:
+                index_placed_page(self.conn, page.slug, analyzed.page, analyzed.place, self._buffer)
+            else:
+                index_analyzed_page(
+                    self.conn, page.slug, analyzed.page, analyzed.columns, self._buffer
+                )
         return "updated" if existing else "created"
 
     def put_pages(
@@ -555,6 +561,8 @@ class Wiki:
                             upcoming = batches.peek()
                             if upcoming:
                                 worker.submit(_texts(upcoming))
+                            assert self._buffer is not None
+                            self._buffer.add_part(*worker.grouped())
                         if all(outcome == "unchanged" for outcome in outcomes):
                             # Nothing changed: roll back so the revision does not move.
                             raise _NothingToDo()
