@@ -157,10 +157,47 @@ def test_a_merge_keeps_the_older_larger_segments(tmp_path: Path) -> None:
     ],
 )
 def test_a_merge_takes_the_newest_segments_up_to_a_larger_one(sizes: list[int], first: int) -> None:
-    from lwc_trio.memory.indexer import _merge_start
+    """A segment's size is the span of doc ids up to the next one (the newest: up to the
+    write's next id)."""
+    pytest.importorskip("numpy")
+    from lwc_trio.memory.indexer import _merge_firsts
 
     assert MAX_SEGMENTS == 8  # the cases are written for it
-    assert _merge_start(sizes) == first
+    segs = [1 + sum(sizes[:at]) for at in range(len(sizes))]
+    rows = [("t", seg, 100 + seg) for seg in segs]
+    assert _merge_firsts(rows, 1 + sum(sizes)) == [("t", 0, first, len(sizes))]
+
+
+def _merge_first(sizes: list[int]) -> int:
+    """The rule `_merge_firsts` applies to every term at once, one term at a time."""
+    start = min(MAX_SEGMENTS // 2, len(sizes))
+    merged = sum(sizes[start:])
+    while start > 0 and sizes[start - 1] <= merged:
+        start -= 1
+        merged += sizes[start]
+    return 0 if len(sizes) - start < 2 else start
+
+
+def test_a_merge_picks_each_terms_segments_as_if_alone() -> None:
+    """Many crowded terms at once, each with its own segments (sizes from a span of one id
+    to thousands, 1 to 12 rows, the newest one reaching past the write's next id or not):
+    each term's segments are picked as its own alone."""
+    pytest.importorskip("numpy")
+    from lwc_trio.memory.indexer import _merge_firsts
+
+    rng = random.Random(31)
+    for _round in range(200):
+        end = rng.randint(1, 50_000)
+        rows: list[tuple[str, int, int]] = []
+        expected = []
+        for t in range(rng.randint(1, 12)):
+            segs = sorted(rng.sample(range(1, end + 5), rng.randint(1, min(12, end + 4))))
+            bounds = [*segs[1:], max(end, segs[-1] + 1)]
+            sizes = [later - seg for seg, later in zip(segs, bounds, strict=True)]
+            begin = len(rows)
+            rows.extend((f"term{t:02d}", seg, rng.randrange(10**6)) for seg in segs)
+            expected.append((f"term{t:02d}", begin, begin + _merge_first(sizes), len(rows)))
+        assert _merge_firsts(rows, end) == expected
 
 
 def test_removed_and_rewritten_pages_are_never_answered(tmp_path: Path) -> None:

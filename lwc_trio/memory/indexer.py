@@ -607,35 +607,62 @@ crowded terms of a bulk write are rare ones with a few postings a row: counted b
 postings alone, a chunk held a million rows (hundreds of MB) at 40,000 Pages."""
 
 
-def _merge_start(sizes: Sequence[int]) -> int:
-    """Which of a crowded term's segments (their sizes, oldest first) a merge takes: those
-    from the index returned on. At most `MAX_SEGMENTS // 2` of the oldest stay, each only
-    when it is larger than every newer one together: over n batches a posting is rewritten
-    O(log n) times, not n / `MAX_SEGMENTS` times (a merge of every segment rewrote each
-    common term's whole postings every eighth batch, so bulk writes slowed down as the Wiki
-    grew). A segment's size is the span of document ids it covers (`_spans`)."""
-    start = min(MAX_SEGMENTS // 2, len(sizes))
-    merged = sum(sizes[start:])
-    while start > 0 and sizes[start - 1] <= merged:
-        start -= 1
-        merged += sizes[start]
-    return start
+def _merge_firsts(rows: list[Any], end: int) -> list[tuple[str, int, int, int]]:
+    """Which segments of each crowded term a merge takes: `rows` are the terms' (term,
+    seg, rowid), by term and seg; per term, the indexes in `rows` of its first row, of the
+    first row taken and after its last row. With numpy, every term at once.
 
+    A term's newest segments are taken from the one returned on. At most
+    `MAX_SEGMENTS // 2` of the oldest stay, each only when it is larger than every newer one
+    together: over n batches a posting is rewritten O(log n) times, not n / `MAX_SEGMENTS`
+    times (a merge of every segment rewrote each common term's whole postings every eighth
+    batch, so bulk writes slowed down as the Wiki grew). A term with fewer rows than that
+    leaves two to merge has all of them merged.
 
-def _spans(segs: Sequence[int], end: int) -> list[int]:
-    """The document ids each of a term's segments (their `seg`s, ascending) covers: up to the
-    next one's, the newest up to `end` (the next document id of the write).
-
-    The span stands for the segment's size: a batch's documents have consecutive ids, so a
-    term that is in every batch has postings in proportion to it. It comes with the index
-    (term, seg) alone, where the blobs' lengths would cost a table read per row."""
-    bounds = [*segs[1:], max(end, segs[-1] + 1)]
-    return [later - seg for seg, later in zip(segs, bounds, strict=True)]
+    A segment's size is the span of document ids it covers: up to the next one's seg, the
+    newest up to `end` (the next document id of the write). A batch's documents have
+    consecutive ids, so a term that is in every batch has postings in proportion to it. It
+    comes with the index (term, seg) alone, where the blobs' lengths would cost a table
+    read per row."""
+    np = _numpy()
+    count = len(rows)
+    if not count:
+        return []
+    terms = list(map(operator.itemgetter(0), rows))
+    segs = np.fromiter(map(operator.itemgetter(1), rows), dtype=np.int64, count=count)
+    fresh = np.ones(count, dtype=bool)
+    fresh[1:] = np.fromiter(map(operator.ne, terms[1:], terms[:-1]), dtype=bool, count=count - 1)
+    begins = np.flatnonzero(fresh)
+    stops = np.append(begins[1:], count)
+    lasts = stops - 1
+    following = np.empty(count, dtype=np.int64)
+    following[:-1] = segs[1:]
+    following[lasts] = np.maximum(end, segs[lasts] + 1)
+    sizes = following - segs
+    before = np.cumsum(sizes) - sizes  # the sizes of the rows before each one
+    totals = before[lasts] + sizes[lasts]
+    rows_of = stops - begins
+    first = np.minimum(MAX_SEGMENTS // 2, rows_of)
+    taken = totals - before[np.minimum(begins + first, count - 1)]
+    merged = np.where(first < rows_of, taken, 0)  # the sizes from `first` on
+    for older in range(MAX_SEGMENTS // 2 - 1, -1, -1):
+        size = sizes[np.minimum(begins + older, count - 1)]
+        more = (first == older + 1) & (size <= merged)
+        merged += np.where(more, size, 0)
+        first[more] = older
+    first[rows_of - first < 2] = 0
+    starts = begins.tolist()
+    return list(
+        zip(
+            map(terms.__getitem__, starts), starts, (begins + first).tolist(), stops.tolist(),
+            strict=True,
+        )
+    )  # fmt: skip
 
 
 def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> None:
     """Merge the newest segments of each of `terms` that has more than `MAX_SEGMENTS` into
-    one (`_merge_start` says which), without the postings of documents that are gone; `end`
+    one (`_merge_firsts` says which), without the postings of documents that are gone; `end`
     is the next document id of the write.
 
     A bulk write's batches are alike, so its common terms all cross the bound at the same
@@ -662,24 +689,18 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
     size = 0
     for start in range(0, len(crowded), 500):
         frequency = dict(crowded[start : start + 500])
-        segments: dict[str, list[tuple[str, int, int]]] = {}
-        for term, seg, rowid in conn.execute(
+        rows = conn.execute(
             "SELECT term, seg, rowid FROM search_segments "
             f"WHERE term IN ({placeholders(len(frequency))}) ORDER BY term, seg",
             list(frequency),
-        ):
-            segments.setdefault(str(term), []).append((str(term), int(seg), int(rowid)))
-        for term, found in segments.items():
-            first = _merge_start(_spans([row[1] for row in found], end))
-            if len(found) - first < 2:
-                first = 0  # fewer rows than `segs` says: merge them all, as before
+        ).fetchall()
+        for term, begin, first, stop in _merge_firsts(rows, end):
             if size >= MERGE_CHUNK:
                 _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
                 kept, picked, size = {}, [], 0
-            kept[term] = first
-            picked.extend(found[first:])
-            size += max(frequency[term], 1) * _POSTING_BYTES
-            size += (len(found) - first) * _ROW_BYTES
+            kept[term] = first - begin
+            picked.extend(rows[first:stop])
+            size += max(frequency[term], 1) * _POSTING_BYTES + (stop - first) * _ROW_BYTES
     _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
 
 
