@@ -733,7 +733,9 @@ def test_postings_grouped_in_two_processes_equal_those_grouped_in_one(
             for offset, analysis in enumerate(analyzed.pages):
                 i = number * 30 + offset
                 if i not in skipped:
-                    split.add_placed(doc_id(i), analyzed.held + offset, analysis.pairs)
+                    split.add_placed(
+                        doc_id(i), analysis.length, analyzed.held + offset, analysis.pairs
+                    )
         else:
             add_here(split, number, analyzed)
     if "w" in owners:

@@ -189,7 +189,8 @@ class IndexBuffer:
         """Postings an analysis process grouped for this batch (`add_part`)."""
         self.placed_at: array[int] = array("i")
         self.placed_ids: array[int] = array("i")
-        """The `part`'s documents written: their places in it and their doc ids."""
+        self.placed_lengths: array[int] = array("i")
+        """The `part`'s documents written: their places in it, doc ids and lengths."""
         self.heads: defaultdict[str, list[int]] = defaultdict(list)
         self.dead: set[int] = set()
         """Documents of this buffer (ids ≥ `first_doc`) taken out again before the flush."""
@@ -238,11 +239,12 @@ class IndexBuffer:
         if pairs:
             self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
 
-    def add_placed(self, doc_id: int, place: int, pairs: list[str]) -> None:
+    def add_placed(self, doc_id: int, length: int, place: int, pairs: list[str]) -> None:
         """One document whose postings an analysis process keeps and groups (`add_part`):
         `place` is its place among them; `pairs` as for `add_numbered`."""
         self.placed_at.append(place)
         self.placed_ids.append(doc_id)
+        self.placed_lengths.append(length)
         if pairs:
             self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
 
@@ -437,8 +439,6 @@ class Grouped(NamedTuple):
     """The weighted counts of the document's words sharing the term's stem, summed."""
     firsts: Any
     """The earliest first offset in the snippet text (−1: none)."""
-    lengths: Any
-    """The document's length."""
     docs: int
     """How many documents were grouped (`at` is below)."""
 
@@ -448,11 +448,10 @@ def group_postings(
     key_terms: Sequence[str],
     columns: tuple[Any, Any, Any],
     per_doc: Any,
-    lengths: Any,
 ) -> Grouped:
     """Group postings given document after document: `columns` (int32 key numbers,
-    weighted counts, first offsets), `per_doc` each document's number of postings and
-    `lengths` its length; `numbers` the keys and, aligned, `key_terms` their index terms
+    weighted counts, first offsets), `per_doc` each document's number of postings;
+    `numbers` the keys and, aligned, `key_terms` their index terms
     (several keys, words sharing a stem, may have one). With numpy, every posting at once."""
     np = _numpy()
     terms = sorted(set(key_terms))
@@ -461,7 +460,7 @@ def group_postings(
     per_doc = np.frombuffer(per_doc, np.int32)
     if not len(kids):
         empty = np.zeros(0, dtype=np.int32)
-        return Grouped([], empty, empty, empty, empty, empty, len(per_doc))
+        return Grouped([], empty, empty, empty, empty, len(per_doc))
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int32)
     key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
     ranks = key_rank[kids]
@@ -483,11 +482,10 @@ def group_postings(
     g_ranks = ranks[starts]
     g_at = at[starts]
     del ranks, at
-    g_lengths = np.frombuffer(lengths, np.int32)[g_at]
     g_tws = np.add.reduceat(tws[order], starts)
     # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
     g_firsts = np.minimum.reduceat(firsts[order].view(np.uint32), starts).view(np.int32)
-    return Grouped(terms, g_ranks, g_at, g_tws, g_firsts, g_lengths, len(per_doc))
+    return Grouped(terms, g_ranks, g_at, g_tws, g_firsts, len(per_doc))
 
 
 def _grouped_numpy(
@@ -503,43 +501,46 @@ def _grouped_numpy(
     parts = []
     if buffer.kids:
         columns = (buffer.kids, buffer.tws, buffer.firsts)
-        own = group_postings(numbers, key_terms, columns, buffer.doc_keys, buffer.doc_lengths)
-        parts.append((own, doc_ids))
+        own = group_postings(numbers, key_terms, columns, buffer.doc_keys)
+        parts.append((own, doc_ids, np.frombuffer(buffer.doc_lengths, np.int32)))
     if buffer.part is not None:
+        places = np.frombuffer(buffer.placed_at, np.int32)
         ids_of = np.full(buffer.part.docs, -1, dtype=np.int32)
-        ids_of[np.frombuffer(buffer.placed_at, np.int32)] = np.frombuffer(
-            buffer.placed_ids, np.int32
-        )
-        parts.append((buffer.part, ids_of))
+        ids_of[places] = np.frombuffer(buffer.placed_ids, np.int32)
+        lengths_of = np.zeros(buffer.part.docs, dtype=np.int32)
+        lengths_of[places] = np.frombuffer(buffer.placed_lengths, np.int32)
+        parts.append((buffer.part, ids_of, lengths_of))
     return _joined(parts, buffer.dead)
 
 
 def _joined(
-    parts: list[tuple[Grouped, Any]], dead: Set[int]
+    parts: list[tuple[Grouped, Any, Any]], dead: Set[int]
 ) -> tuple[list[str], list[int], list[bytes]]:
-    """`_grouped_numpy`'s answer from grouped parts, each with the doc id of each place (−1:
-    the document was not written, an unchanged Page)."""
+    """`_grouped_numpy`'s answer from grouped parts, each with the doc id (−1: the document
+    was not written, an unchanged Page) and the length of the document at each place."""
     np = _numpy()
     if not parts:
         return [], [], []
     if len(parts) == 1:
-        grouped, ids_of = parts[0]
+        grouped, ids_of, lengths_of = parts[0]
         terms = grouped.terms
-        ranks, tws, firsts, lengths = grouped.ranks, grouped.tws, grouped.firsts, grouped.lengths
-        ids = ids_of[grouped.at]
+        ranks, ids, lengths = grouped.ranks, ids_of[grouped.at], lengths_of[grouped.at]
+        tws, firsts = grouped.tws.astype(np.int32), grouped.firsts.astype(np.int32)
     else:
-        terms = sorted(set().union(*(grouped.terms for grouped, _ids in parts)))
+        # Each part's terms are sorted: one sort merges the runs, `dict` drops the doubles.
+        terms = list(dict.fromkeys(sorted(itertools.chain(*(part[0].terms for part in parts)))))
         rank_of = dict(zip(terms, range(len(terms)), strict=True))
         ranks = np.concatenate([
             np.asarray(list(map(rank_of.__getitem__, grouped.terms)) or [0], np.int32)[
                 grouped.ranks
             ]
-            for grouped, _ids in parts
+            for grouped, _ids, _lengths in parts
         ])  # fmt: skip
-        ids = np.concatenate([ids_of[grouped.at] for grouped, ids_of in parts])
-        tws, firsts, lengths = (
-            np.concatenate([getattr(grouped, name) for grouped, _ids in parts])
-            for name in ("tws", "firsts", "lengths")
+        ids = np.concatenate([ids_of[grouped.at] for grouped, ids_of, _lengths in parts])
+        lengths = np.concatenate([lengths_of[grouped.at] for grouped, _ids, lengths_of in parts])
+        tws, firsts = (
+            np.concatenate([getattr(part[0], name).astype(np.int32) for part in parts])
+            for name in ("tws", "firsts")
         )
     written = ids >= 0
     if not bool(written.all()):
@@ -1373,7 +1374,6 @@ class HeldPostings:
         self.tws: array[int] = array("i")
         self.firsts: array[int] = array("i")
         self.per_doc: array[int] = array("i")
-        self.lengths: array[int] = array("i")
         self.numbers: array[int] = array("i")
         self.terms: list[str] = []
         self.keys: list[str] = []
@@ -1390,7 +1390,6 @@ class HeldPostings:
         for column, values in zip((self.kids, self.tws, self.firsts), chunk.columns, strict=True):
             column.extend(values)
         self.per_doc.fromlist([page.postings for page in chunk.pages])
-        self.lengths.fromlist([page.length for page in chunk.pages])
         self.numbers.extend(chunk.numbers)
         self.terms.extend(chunk.terms)
         self.keys.extend(chunk.keys)
@@ -1413,12 +1412,20 @@ class HeldPostings:
                 terms = list(map(terms.__getitem__, at))
                 keys = list(map(keys.__getitem__, at))
                 flags = bytes(map(flags.__getitem__, at))
-        grouped = group_postings(
-            numbers, terms, (self.kids, self.tws, self.firsts), self.per_doc, self.lengths
+        grouped = group_postings(numbers, terms, (self.kids, self.tws, self.firsts), self.per_doc)
+        # Sent through a pipe: columns whose values fit in 16 bits go as such.
+        at, tws, firsts = (
+            column.astype(np.int16) if len(column) and _fits_16(column) else column
+            for column in (grouped.at, grouped.tws, grouped.firsts)
         )
+        grouped = grouped._replace(at=at, tws=tws, firsts=firsts)
         words = (list(compress(keys, flags)), list(compress(terms, flags)))
         self.__init__()  # type: ignore[misc]  # empty again
         return grouped, words
+
+
+def _fits_16(column: Any) -> bool:
+    return int(column.min()) >= -(1 << 15) and int(column.max()) < 1 << 15
 
 
 def index_placed_page(
@@ -1430,7 +1437,7 @@ def index_placed_page(
         conn, "page", slug, analysis.title_terms, analysis.path_terms, analysis.generic,
         analysis.length,
     )  # fmt: skip
-    buffer.add_placed(doc_id, place, analysis.pairs)
+    buffer.add_placed(doc_id, analysis.length, place, analysis.pairs)
     _counted(buffer, doc_id, analysis.length, analysis.heads)
 
 
