@@ -14,8 +14,11 @@ from lwc_trio.memory.slugs import is_valid_slug
 
 __all__ = ["extract_links", "strip_code"]
 
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
-_INLINE_CODE = re.compile(r"(`+)(?:.+?)\1", re.DOTALL)
+_FENCE_LINE = re.compile(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
+"""A line that opens or closes a fence, with the newline before it (a literal first
+character lets the search skip ahead: `^` in MULTILINE mode is tried at every position)."""
+_LINE_CODE = re.compile(r"`(`*)[^\n]+?`\1")
+"""An inline code span: n backticks, something on the same line, n backticks."""
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 # `[text](target)` or `[text](<target>)`, optionally followed by a title.
 _MDLINK = re.compile(r"\]\(\s*(?:<([^>\n]*)>|([^)\s]+))(?:\s+[\"'(][^)\n]*)?\s*\)")
@@ -23,28 +26,36 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def strip_code(markdown: str) -> str:
-    """`markdown` with fenced blocks and inline code spans blanked out (same line count)."""
+    """`markdown` with fenced blocks and inline code spans blanked out (same line count).
+
+    Line by line, the rule is: a line opening a fence, the fenced lines and the line
+    closing it become empty; on the other lines every inline code span becomes a space.
+    It is applied to the whole text at once: only the lines that may open or close a fence
+    are visited (`_FENCE_LINE`), a fenced block is replaced by its newlines, and the text
+    between blocks has its spans blanked by one substitution that never crosses a line."""
     if "`" not in markdown and "~" not in markdown:
         return markdown  # no fence, no code span: nothing to blank
-    kept: list[str] = []
+    text = "\n" + markdown  # every line follows a newline, the first one too
+    pieces: list[str] = []
+    at = 1  # where the text not handled yet begins (a line's start)
     fence: str | None = None
-    for line in markdown.split("\n"):
-        # Only a line holding a backtick or a tilde can open or close a fence or hold a span.
-        marked = "`" in line or "~" in line
-        opener = _FENCE.match(line) if marked else None
+    opened = 1
+    for match in _FENCE_LINE.finditer(text):
+        marker = match.group(1)
         if fence is None:
-            if opener:
-                fence = opener.group(1)
-                kept.append("")
-                continue
-            kept.append(_INLINE_CODE.sub(" ", line) if "`" in line else line)
-        else:
-            # A fence closes with the same character, at least as long, nothing after it.
-            closes = opener is not None and opener.group(1)[0] == fence[0]
-            if closes and len(line.strip()) >= len(fence) and not line.strip().lstrip(fence[0]):
-                fence = None
-            kept.append("")
-    return "\n".join(kept)
+            pieces.append(_LINE_CODE.sub(" ", text[at : match.start() + 1]))
+            fence, opened = marker, match.start() + 1
+            continue
+        # A fence closes with the same character, at least as long, nothing after it.
+        line = match.group(0).strip()
+        if marker[0] == fence[0] and len(line) >= len(fence) and not line.lstrip(fence[0]):
+            pieces.append("\n" * text.count("\n", opened, match.end()))
+            fence, at = None, match.end()
+    if fence is None:
+        pieces.append(_LINE_CODE.sub(" ", text[at:]))
+    else:  # never closed: fenced to the end
+        pieces.append("\n" * text.count("\n", opened))
+    return "".join(pieces)
 
 
 def _wikilink_target(inner: str) -> str:
