@@ -170,10 +170,9 @@ def test_many_ascii_bodies_at_once_equal_each_one_alone(bodies: list[str]) -> No
     for at, body in enumerate(bodies):
         counts, total, firsts = _ascii_body(body)
         begin, end = found.bounds[at], found.bounds[at + 1]
-        words, counted, first = (
-            column[begin:end].tolist() for column in (found.word, found.counts, found.firsts)
-        )
-        postings = {found.words[w]: (c, f) for w, c, f in zip(words, counted, first, strict=True)}
+        counted, first = (column[begin:end].tolist() for column in (found.counts, found.firsts))
+        spelled = found.spell(found.word[begin:end])
+        postings = {w: (c, f) for w, c, f in zip(spelled, counted, first, strict=True)}
         assert end - begin == len(postings)
         assert postings == {
             word: (count, first)

@@ -748,3 +748,41 @@ def test_postings_grouped_in_two_processes_equal_those_grouped_in_one(
     # Every body word of a written Page is recorded (those only in Pages not written may
     # be too: such a Page is in the store, unchanged, with its words).
     assert whole.words.items() <= split.words.items()
+
+
+def test_words_whose_hashes_collide_are_numbered_by_their_strings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch's analysis looks its chunks' body words up by a hash of their bytes, then
+    checks the bytes: words sharing a hash (forced here: four hash values for all) are
+    numbered by their strings, and the batch's index is the one distinct hashes give."""
+    np = pytest.importorskip("numpy")
+    from lwc_trio.memory import indexer
+    from lwc_trio.memory.indexer import BatchAnalyzer
+
+    rng = random.Random(8)
+    vocabulary = [*WORDS, "databases", "database", "abcdefghijklmnopq", "abcdefghijklmnopqrs"]
+    texts: list[tuple[str, str, str | None, str]] = [
+        (f"p-{i}", f"Page {i}", None, " ".join(rng.choice(vocabulary) for _ in range(30)))
+        for i in range(90)
+    ]
+
+    def analyzed_batch() -> tuple[Any, dict[str, str]]:
+        buffer = IndexBuffer()
+        analyzer = BatchAnalyzer(first=0)
+        for number, start in enumerate(range(0, len(texts), 30)):
+            analyzed = analyzer.chunk(texts[start : start + 30], new_batch=number == 0)
+            buffer.learn(analyzed.keys, analyzed.numbers, analyzed.terms, analyzed.words)
+            kids, tws, firsts = analyzed.columns
+            at = 0
+            for offset, analysis in enumerate(analyzed.pages):
+                end = at + analysis.postings
+                columns = (kids[at:end], tws[at:end], firsts[at:end])
+                buffer.add_numbered(start + offset + 1, analysis.length, columns, analysis.pairs)
+                at = end
+        return buffer._grouped(), buffer.words
+
+    expected = analyzed_batch()
+    monkeypatch.setattr(indexer, "_hashed", lambda halves: halves[0] & np.uint64(3))
+    assert analyzed_batch() == expected
+    assert expected[0][0]

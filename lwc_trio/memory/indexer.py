@@ -991,11 +991,35 @@ def _byte_tables() -> tuple[Any, Any, Any]:
     return letters, lower, masks
 
 
+@functools.cache
+def _stop_words64() -> Any:
+    """`STOP_WORDS` as the first half of `_Bodies.halves` (each is shorter than 8 letters)."""
+    if max(map(len, STOP_WORDS)) >= 8:
+        raise RuntimeError("a stop word of 8 letters or more")
+    words = sorted(word.encode("ascii").ljust(8, b"\0") for word in STOP_WORDS)
+    return _numpy().frombuffer(b"".join(words), dtype="<u8")
+
+
+_MIX = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9)
+
+
+def _hashed(halves: tuple[Any, Any]) -> Any:
+    """A uint64 per word from its two halves: equal words hash equal (different ones may
+    too, rarely: a lookup by it checks both halves)."""
+    np = _numpy()
+    with np.errstate(over="ignore"):
+        return (halves[0] ^ (halves[1] * np.uint64(_MIX[0]))) * np.uint64(_MIX[1])
+
+
 class _Bodies(NamedTuple):
     """`_ascii_bodies`: the postings of many bodies, body after body."""
 
-    words: list[str]
-    """The distinct non-stop words of all the bodies."""
+    halves: tuple[Any, Any]
+    """The distinct words of all the bodies, each as its first `_WIDE` bytes zero-padded
+    and read as two uint64; a longer word's second half is a number."""
+    wide: Any
+    """Per distinct word, whether it is longer than `_WIDE` (`long_words` spells it)."""
+    long_words: dict[int, str]
     bounds: list[int]
     """Where each body's postings start (and, last, where they end)."""
     word: Any
@@ -1004,6 +1028,17 @@ class _Bodies(NamedTuple):
     firsts: Any
     totals: list[int]
     """Per body, its non-stop words (`_ascii_body`'s total)."""
+
+    def spell(self, at: Any) -> list[str]:
+        """The distinct words at indexes `at` (a numpy int array), as strings."""
+        np = _numpy()
+        pairs = np.stack([half[at] for half in self.halves], axis=1).astype("<u8")
+        spelled: list[str] = pairs.view(f"S{_WIDE}").ravel().astype(f"U{_WIDE}").tolist()
+        if self.long_words:
+            for place, index in enumerate(at.tolist()):
+                if index in self.long_words:
+                    spelled[place] = self.long_words[index]
+        return spelled
 
 
 def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
@@ -1052,15 +1087,15 @@ def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
     body_of = (np.searchsorted(body_starts, starts, side="right") - 1)[order]
     # The distinct words: their bytes, or the dict's word when longer than `_WIDE`.
     heads = order[fresh]
-    spelled = (
-        np.stack([first[heads], second[heads]], axis=1).astype("<u8").view(f"S{_WIDE}")
-        .ravel().astype(f"U{_WIDE}").tolist()
-    )  # fmt: skip
+    halves = (first[heads], second[heads])
+    wide = halves[1] & 0xFF == 1
+    spelled_long: dict[int, str] = {}
     if long_words:
         by_number = {number: word.decode("ascii") for word, number in long_words.items()}
-        for at in np.flatnonzero(second[heads] & 0xFF == 1).tolist():
-            spelled[at] = by_number[int(second[heads[at]]) >> 8]
-    stop = np.fromiter(map(STOP_WORDS.__contains__, spelled), dtype=bool, count=len(spelled))
+        for at in np.flatnonzero(wide).tolist():
+            spelled_long[at] = by_number[int(second[heads[at]]) >> 8]
+    # Stop words are shorter than 8 letters: one uint64, the second half 0.
+    stop = np.isin(halves[0], _stop_words64()) & (halves[1] == 0)
     # Runs of one (word, body); the stop words' dropped, and counted out of the totals.
     run = np.ones(len(order), dtype=bool)
     run[1:] = fresh[1:] | (body_of[1:] != body_of[:-1])
@@ -1076,7 +1111,9 @@ def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
     posting_body = run_body[kept][by_body]
     bounds = np.searchsorted(posting_body, np.arange(len(bodies) + 1)).tolist()
     return _Bodies(
-        spelled,
+        halves,
+        wide,
+        spelled_long,
         bounds,
         run_word[kept][by_body],
         counts[kept][by_body],
@@ -1287,6 +1324,59 @@ class BatchAnalyzer:
         self.numbers = itertools.count(first, 2)
         """Even numbers from 0 or odd ones from 1: two analyzers can share a batch (the same
         key under two numbers is one term all the same)."""
+        np = _numpy()
+        empty = np.zeros(0, dtype=np.uint64)
+        self.vocabulary: tuple[Any, Any, Any, Any] = (
+            empty,
+            empty,
+            empty,
+            empty[:0].astype(np.int32),
+        )
+        """The body words of `_WIDE` letters or fewer numbered so far in the batch: their
+        hashes (`_hashed`, sorted), halves (`_Bodies.halves`) and numbers. A chunk's words
+        are looked up at once; only the new ones become strings and dict keys."""
+
+    def _numbered(self, bodies: _Bodies) -> Any:
+        """The key number of each of `bodies`' postings: its words numbered once each, not
+        once a Page; those the batch numbered before found in `vocabulary`."""
+        np = _numpy()
+        first, second = bodies.halves
+        numbers = np.zeros(len(first), dtype=np.int32)
+        used = np.zeros(len(first), dtype=bool)
+        used[bodies.word] = True
+        short = np.flatnonzero(used & ~bodies.wide)
+        hashes = _hashed((first[short], second[short]))
+        known_hashes, known_first, known_second, known_numbers = self.vocabulary
+        at = np.minimum(np.searchsorted(known_hashes, hashes), max(len(known_hashes) - 1, 0))
+        known = np.zeros(len(short), dtype=bool)
+        if len(known_hashes):
+            known = (
+                (known_hashes[at] == hashes)
+                & (known_first[at] == first[short])
+                & (known_second[at] == second[short])
+            )
+        numbers[short[known]] = known_numbers[at[known]]
+        # The others (and a word whose hash another one has) by their strings.
+        by_hash = np.argsort(hashes[~known], kind="stable")
+        new = short[~known][by_hash]
+        fresh = np.fromiter(
+            map(self.keys.setdefault, bodies.spell(new), self.numbers), dtype=np.int32,
+            count=len(new),
+        )  # fmt: skip
+        numbers[new] = fresh
+        places = np.searchsorted(known_hashes, hashes[~known][by_hash])
+        self.vocabulary = (
+            np.insert(known_hashes, places, hashes[~known][by_hash]),
+            np.insert(known_first, places, first[new]),
+            np.insert(known_second, places, second[new]),
+            np.insert(known_numbers, places, fresh),
+        )
+        wide = np.flatnonzero(used & bodies.wide)
+        numbers[wide] = np.fromiter(
+            map(self.keys.setdefault, bodies.spell(wide), self.numbers), dtype=np.int32,
+            count=len(wide),
+        )  # fmt: skip
+        return numbers[bodies.word].astype(np.int32)
 
     def chunk(
         self, pages: list[tuple[str, str, str | None, str]], *, new_batch: bool
@@ -1309,12 +1399,8 @@ class BatchAnalyzer:
         bodies = _ascii_bodies(
             [page[3] for page, fast in zip(pages, by_words, strict=True) if fast]
         )
-        # The bodies' words numbered once each, not once a Page.
         np = _numpy()
-        word_numbers = np.fromiter(
-            map(keys.setdefault, bodies.words, counter), dtype=np.int32, count=len(bodies.words)
-        )
-        body_kids = word_numbers[bodies.word].astype(np.int32)
+        body_kids = self._numbered(bodies)
         body_tws = bodies.counts.astype(np.int32)
         body_firsts = bodies.firsts.astype(np.int32)
         fast_at = 0
