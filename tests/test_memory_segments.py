@@ -670,19 +670,27 @@ def test_a_bulk_import_on_one_cpu_starts_no_second_process(
         ("wllw", "none_of_one"),  # a chunk none of whose Pages is written
     ],
 )
-def test_postings_grouped_in_two_processes_equal_those_grouped_in_one(
+def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process(
     owners: str, written: str
 ) -> None:
-    """A bulk import's batch: the chunks the analysis process analyzed keep their postings
-    there and come back grouped (`HeldPostings`), those the writer analyzed itself are
-    grouped at the flush; joined, they give the terms, frequencies and blobs one grouping of
-    the whole batch gives, whichever process took which chunk and whichever Pages are left
-    out."""
+    """A bulk import's batch: the analysis process keeps the postings of the chunks it
+    analyzed, gets those of the chunks the writer analyzed (in any order: the writer takes
+    them from either end of the queue) and groups them all; the writer places each Page
+    written by its place in the batch. The terms, frequencies and blobs are those the
+    in-process analysis of the same Pages gives, whichever process took which chunk and
+    whichever Pages are left out."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.indexer import AnalyzedChunk, BatchAnalyzer, HeldPostings
+    from lwc_trio.memory.indexer import (
+        BatchAnalyzer,
+        HeldPostings,
+        _analyze,
+        held,
+        snippet_text,
+        without_postings,
+    )
 
     rng = random.Random(len(owners) * 7 + len(written))
-    texts = [
+    texts: list[tuple[str, str, str | None, str]] = [
         (
             f"p-{i}",
             f"Page {i} {rng.choice(WORDS)}",
@@ -692,7 +700,6 @@ def test_postings_grouped_in_two_processes_equal_those_grouped_in_one(
         )
         for i in range(4 * 30)
     ]
-    chunks = [texts[at : at + 30] for at in range(0, len(texts), 30)]
     if written == "all":
         skipped: set[int] = set()
     elif written == "some":
@@ -703,51 +710,36 @@ def test_postings_grouped_in_two_processes_equal_those_grouped_in_one(
     def doc_id(i: int) -> int:
         return 100 + 2 * i  # ascending in Page order, with gaps
 
-    def add_here(buffer: IndexBuffer, number: int, analyzed: AnalyzedChunk) -> None:
-        """A chunk analyzed in the writer's process: its postings go to `buffer`."""
-        buffer.learn(analyzed.keys, analyzed.numbers, analyzed.terms, analyzed.words)
-        kids, tws, firsts = analyzed.columns
-        at = 0
-        for offset, analysis in enumerate(analyzed.pages):
-            end = at + analysis.postings
-            if number * 30 + offset not in skipped:
-                columns = (kids[at:end], tws[at:end], firsts[at:end])
-                buffer.add_numbered(
-                    doc_id(number * 30 + offset), analysis.length, columns, analysis.pairs
-                )
-            at = end
-
-    whole = IndexBuffer()
-    alone = BatchAnalyzer(first=0)
-    for number, chunk in enumerate(chunks):
-        add_here(whole, number, alone.chunk(chunk, new_batch=number == 0))
+    in_process = IndexBuffer()
+    for i, (slug, title, summary, body) in enumerate(texts):
+        if i not in skipped:
+            fields = (title, slug, summary or "", body)
+            found = _analyze(fields, snippet_text(body, summary), in_process.words)
+            in_process.add(doc_id(i), found.length, found.keyed, found.firsts)
 
     split = IndexBuffer()
-    worker, local, held = BatchAnalyzer(first=0), BatchAnalyzer(first=1), HeldPostings()
-    for number, (chunk, owner) in enumerate(zip(chunks, owners, strict=True)):
+    worker, local, kept = BatchAnalyzer(first=0), BatchAnalyzer(first=1), HeldPostings()
+    theirs: list[Any] = []
+    for number, owner in enumerate(owners):
+        start = 30 * number
         analyzer = worker if owner == "w" else local
-        first_of_owner = owners.index(owner) == number
-        analyzed = analyzer.chunk(chunk, new_batch=first_of_owner)
-        if owner == "w":
-            analyzed = held.hold(analyzed)
-            for offset, analysis in enumerate(analyzed.pages):
-                i = number * 30 + offset
-                if i not in skipped:
-                    split.add_placed(
-                        doc_id(i), analysis.length, analyzed.held + offset, analysis.pairs
-                    )
-        else:
-            add_here(split, number, analyzed)
-    if "w" in owners:
-        split.add_part(*held.group())
+        analyzed = analyzer.chunk(
+            texts[start : start + 30], new_batch=owners.index(owner) == number
+        )
+        (kept.hold if owner == "w" else theirs.append)(held(analyzed, start))
+        for place, analysis in enumerate(without_postings(analyzed, start).pages, start):
+            if place not in skipped:
+                split.add_placed(doc_id(place), analysis.length, place, analysis.pairs)
+    for chunk in reversed(theirs):
+        kept.hold(chunk)
+    split.add_part(*kept.group())
 
-    expected = whole._grouped()
-    got = split._grouped()
-    assert got == expected
+    expected = in_process._grouped()
+    assert split._grouped() == expected
     assert expected[0]
-    # Every body word of a written Page is recorded (those only in Pages not written may
-    # be too: such a Page is in the store, unchanged, with its words).
-    assert whole.words.items() <= split.words.items()
+    # Every word of a written Page is recorded (those only in Pages not written may be too:
+    # such a Page is in the store, unchanged, with its words).
+    assert in_process.words.items() <= split.words.items()
 
 
 def test_words_whose_hashes_collide_are_numbered_by_their_strings(
@@ -758,7 +750,7 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
     numbered by their strings, and the batch's index is the one distinct hashes give."""
     np = pytest.importorskip("numpy")
     from lwc_trio.memory import indexer
-    from lwc_trio.memory.indexer import BatchAnalyzer
+    from lwc_trio.memory.indexer import BatchAnalyzer, HeldPostings, held
 
     rng = random.Random(8)
     vocabulary = [*WORDS, "databases", "database", "abcdefghijklmnopq", "abcdefghijklmnopqrs"]
@@ -770,16 +762,13 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
     def analyzed_batch() -> tuple[Any, dict[str, str]]:
         buffer = IndexBuffer()
         analyzer = BatchAnalyzer(first=0)
+        kept = HeldPostings()
         for number, start in enumerate(range(0, len(texts), 30)):
             analyzed = analyzer.chunk(texts[start : start + 30], new_batch=number == 0)
-            buffer.learn(analyzed.keys, analyzed.numbers, analyzed.terms, analyzed.words)
-            kids, tws, firsts = analyzed.columns
-            at = 0
-            for offset, analysis in enumerate(analyzed.pages):
-                end = at + analysis.postings
-                columns = (kids[at:end], tws[at:end], firsts[at:end])
-                buffer.add_numbered(start + offset + 1, analysis.length, columns, analysis.pairs)
-                at = end
+            kept.hold(held(analyzed, start))
+            for place, analysis in enumerate(analyzed.pages, start):
+                buffer.add_placed(place + 1, analysis.length, place, analysis.pairs)
+        buffer.add_part(*kept.group())
         return buffer._grouped(), buffer.words
 
     expected = analyzed_batch()

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import threading
 import traceback
-from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -36,10 +35,12 @@ from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.indexer import (
     AnalyzedChunk,
     BatchAnalyzer,
-    ChunkColumns,
     Grouped,
+    Held,
     HeldPostings,
     PageAnalysis,
+    held,
+    without_postings,
 )
 
 __all__ = ["CHUNK", "AnalysisWorker", "Analyzed", "main"]
@@ -51,9 +52,6 @@ _IN_FLIGHT = 2
 _FRAME = struct.Struct("<Q")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
-Keys = tuple[list[str], "array[int]", list[str], bytes]
-"""Keys a chunk numbered first: the keys, their numbers, their index terms, which are body
-words (`IndexBuffer.learn`)."""
 Part = tuple[Grouped, tuple[list[str], list[str]]]
 """A batch's postings the worker grouped, and the body words among them with their stems
 (`HeldPostings.group`, `IndexBuffer.add_part`)."""
@@ -63,13 +61,8 @@ class Analyzed(NamedTuple):
     """One Page's analysis, as `AnalysisWorker.take` gives it."""
 
     page: PageAnalysis
-    columns: ChunkColumns | None
-    """Its postings' columns; None when the worker holds them (`place`)."""
-    keys: Keys | None
-    """With the first Page of a chunk analyzed here, the keys the chunk numbered first (to
-    be learnt by the batch's buffer whether or not the Page is written)."""
     place: int
-    """Its place among the Pages whose postings the worker holds (−1: none)."""
+    """Its place in its batch: the worker holds its postings under it (`HeldPostings`)."""
 
 
 class _Chunk(NamedTuple):
@@ -77,6 +70,10 @@ class _Chunk(NamedTuple):
     """−1: the request to group the batch's postings (`AnalysisWorker.grouped`)."""
     batch: int
     pages: list[tuple[str, str, str | None, str]]
+    start: int
+    """The place of its first Page in the batch."""
+    held: list[Held]
+    """A grouping request's: the postings of the batch's chunks analyzed here."""
 
 
 def _read_frame(stream: IO[bytes]) -> bytes | None:
@@ -99,16 +96,20 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C stops
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     analyzer = BatchAnalyzer(first=0)
-    held = HeldPostings()
+    kept = HeldPostings()
     while (request := _read_frame(stdin)) is not None:
-        new_batch, pages = pickle.loads(request)
+        new_batch, pages, start, theirs = pickle.loads(request)
         try:
-            if pages is None:  # the batch ends: its postings grouped
-                answer: tuple[str, Any] = ("ok", held.group())
-            elif new_batch and len(held):
+            if pages is None:  # the batch ends: its postings grouped, the writer's too
+                for chunk in theirs:
+                    kept.hold(chunk)
+                answer: tuple[str, Any] = ("ok", kept.group())
+            elif new_batch and len(kept):
                 raise RuntimeError("a write batch began before the last one was grouped")
             else:
-                answer = ("ok", held.hold(analyzer.chunk(pages, new_batch=new_batch)))
+                analyzed = analyzer.chunk(pages, new_batch=new_batch)
+                kept.hold(held(analyzed, start))
+                answer = ("ok", without_postings(analyzed, start))
         except Exception:
             answer = ("error", traceback.format_exc(limit=5))
         _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
@@ -126,10 +127,12 @@ class AnalysisWorker:
     waits on a full pipe while the other does. When the writer needs a chunk the worker has
     not answered yet, it analyzes one of the chunks not sent yet itself (the last one, or
     the one it needs) instead of waiting: both cores analyze until the writer has rows to
-    write. The worker keeps the postings of the chunks it analyzed and groups them by term
-    once the batch's last chunk has left the queue, while the writer still writes the
-    batch's Pages: the second core does that share of the flush too. The parent submits at
-    most one batch ahead of the one it writes, which bounds what is held in memory."""
+    write. The worker keeps the postings of the chunks it analyzed; those of the chunks
+    analyzed here go with the request to group (queued after the batch's chunks, sent once
+    none of them is being analyzed here), and the worker groups them all by term while the
+    writer still writes the batch's Pages: the second core does that part of the flush too.
+    The parent submits at most one batch ahead of the one it writes, which bounds what is
+    held in memory."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
@@ -154,7 +157,10 @@ class AnalysisWorker:
         self._local = BatchAnalyzer(first=1)
         self._local_batch = -1
         self._done: dict[int, AnalyzedChunk] = {}
-        """Chunks `take` analyzed itself, by number."""
+        """Chunks `take` analyzed itself, by number (their postings go to the worker)."""
+        self._analyzing = 0
+        """Chunks taken from the queue and being analyzed here: the batch's grouping request
+        waits for their postings."""
         self._batches = 0
         self._chunks = 0
         self._next = 0
@@ -175,14 +181,20 @@ class AnalysisWorker:
             while True:
                 self._slots.acquire()
                 with self._lock:
-                    while not self._queued and not self._closing:
+                    while not self._closing and (
+                        not self._queued or (self._queued[0].number < 0 and self._analyzing)
+                    ):
                         self._lock.wait()
                     if self._closing:
                         return
                     chunk = self._queued.popleft()
                     self._sent.append(chunk)
                 new_batch, batch = chunk.batch != batch, chunk.batch
-                request = (new_batch, chunk.pages if chunk.number >= 0 else None)
+                request: tuple[bool, Any, int, list[Held]] = (
+                    (new_batch, chunk.pages, chunk.start, [])
+                    if chunk.number >= 0
+                    else (new_batch, None, 0, chunk.held)
+                )
                 _write_frame(stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
         except (BrokenPipeError, ValueError, OSError):
             pass  # the worker is gone: `take` says so
@@ -206,10 +218,12 @@ class AnalysisWorker:
         the grouping of its postings (`grouped`)."""
         with self._lock:
             for start in range(0, len(pages), CHUNK):
-                chunk = _Chunk(self._chunks, self._batches, list(pages[start : start + CHUNK]))
+                chunk = _Chunk(
+                    self._chunks, self._batches, list(pages[start : start + CHUNK]), start, []
+                )
                 self._queued.append(chunk)
                 self._chunks += 1
-            self._queued.append(_Chunk(-1, self._batches, []))
+            self._queued.append(_Chunk(-1, self._batches, [], 0, []))
             self._batches += 1
             self._lock.notify_all()
 
@@ -221,8 +235,19 @@ class AnalysisWorker:
         return next(self._current)
 
     def _analyze(self, chunk: _Chunk) -> None:
-        new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
-        self._done[chunk.number] = self._local.chunk(chunk.pages, new_batch=new_batch)
+        """Analyze `chunk` (taken from the queue, `_analyzing` counted) here; its postings
+        go with its batch's grouping request, still queued."""
+        try:
+            new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
+            analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
+            self._done[chunk.number] = without_postings(analyzed, chunk.start)
+            with self._lock:
+                request = next(r for r in self._queued if r.number < 0 and r.batch == chunk.batch)
+                request.held.append(held(analyzed, chunk.start))
+        finally:
+            with self._lock:
+                self._analyzing -= 1
+                self._lock.notify_all()
 
     def _chunk(self) -> AnalyzedChunk:
         number = self._next
@@ -239,6 +264,8 @@ class AnalysisWorker:
                     mine = self._queued.popleft()
                 else:
                     mine = None
+                if mine is not None:
+                    self._analyzing += 1
             if mine is None:
                 break  # sent: wait for the worker's answer
             self._analyze(mine)
@@ -246,8 +273,6 @@ class AnalysisWorker:
         if found is not None:
             return found
         answer: AnalyzedChunk = self._answer(number)
-        if answer.held < 0:
-            raise WikiError("internal_error", "the page analysis process answered out of step")
         return answer
 
     def _last_queued(self) -> _Chunk | None:
@@ -263,7 +288,7 @@ class AnalysisWorker:
 
     def grouped(self) -> Part:
         """The postings of the batch whose Pages were all taken (`take`), as the worker
-        grouped them: those of the chunks it analyzed (not of those analyzed here)."""
+        grouped them (those of the chunks analyzed here too)."""
         answer: Part = self._answer(-1)
         return answer
 
@@ -287,18 +312,10 @@ class AnalysisWorker:
         return value
 
     def _split(self, chunk: AnalyzedChunk) -> Iterator[Analyzed]:
-        if chunk.held >= 0:  # the worker keeps the postings
-            for place, page in enumerate(chunk.pages, chunk.held):
-                yield Analyzed(page, None, None, place)
-            return
-        kids, tws, firsts = chunk.columns
-        keys: Keys | None = (chunk.keys, chunk.numbers, chunk.terms, chunk.words)
-        at = 0
-        for page in chunk.pages:
-            end = at + page.postings
-            yield Analyzed(page, (kids[at:end], tws[at:end], firsts[at:end]), keys, -1)
-            keys = None
-            at = end
+        if chunk.held < 0:
+            raise WikiError("internal_error", "the page analysis process answered out of step")
+        for place, page in enumerate(chunk.pages, chunk.held):
+            yield Analyzed(page, place)
 
     def close(self) -> None:
         """End the worker (at once when analyses are still pending) and its threads."""

@@ -53,7 +53,6 @@ __all__ = [
     "PageAnalysis",
     "ascii_words",
     "group_postings",
-    "index_analyzed_page",
     "index_doc",
     "index_placed_page",
     "is_generic",
@@ -167,13 +166,6 @@ class IndexBuffer:
         """Every key of this buffer's postings and its local number: a body word, or an
         index term after `_TERM`."""
         self.numbers = itertools.count()
-        self.listed_keys: list[str] = []
-        self.listed_numbers: array[int] = array("i")
-        self.listed_terms: list[str] = []
-        self.listed_words = bytearray()
-        """Keys numbered by another process (`BatchAnalyzer`, `add_numbered`), their numbers,
-        their index terms and whether each is a body word (1) or an index term (0), aligned;
-        `keys` stays empty then."""
         self.pending: list[str] = []
         """Keys of the latest postings, not numbered yet (`_number`)."""
         self.kids: array[int] = array("i")
@@ -211,37 +203,10 @@ class IndexBuffer:
         if len(pending) >= _PENDING_KEYS:
             self._number()
 
-    def learn(self, keys: list[str], numbers: array[int], terms: list[str], words: bytes) -> None:
-        """Keys a `BatchAnalyzer` numbered for this buffer's batch, with their index terms
-        and which of them are body words (`AnalyzedChunk.words`)."""
-        self.listed_keys.extend(keys)
-        self.listed_numbers.extend(numbers)
-        self.listed_terms.extend(terms)
-        self.listed_words.extend(words)
-
-    def add_numbered(
-        self,
-        doc_id: int,
-        length: int,
-        columns: tuple[array[int], array[int], array[int]],
-        pairs: list[str],
-    ) -> None:
-        """One document's postings numbered by a `BatchAnalyzer` (`learn`): key numbers,
-        weighted counts, first offsets; `pairs` the words and terms its analysis learnt
-        (word, term, word, term…)."""
-        kids, tws, firsts = columns
-        self.kids.extend(kids)
-        self.tws.extend(tws)
-        self.firsts.extend(firsts)
-        self.doc_ids.append(doc_id)
-        self.doc_keys.append(len(kids))
-        self.doc_lengths.append(length)
-        if pairs:
-            self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
-
     def add_placed(self, doc_id: int, length: int, place: int, pairs: list[str]) -> None:
         """One document whose postings an analysis process keeps and groups (`add_part`):
-        `place` is its place among them; `pairs` as for `add_numbered`."""
+        `place` is its place among them; `pairs` the words and terms its analysis learnt
+        (word, term, word, term…)."""
         self.placed_at.append(place)
         self.placed_ids.append(doc_id)
         self.placed_lengths.append(length)
@@ -266,48 +231,22 @@ class IndexBuffer:
     def _reset(self) -> None:
         self.__init__()  # type: ignore[misc]  # the same empty buffer
 
-    def _key_terms(self, recorded: Set[str] = frozenset()) -> tuple[list[int], list[str]]:
+    def _key_terms(self) -> tuple[list[int], list[str]]:
         """The keys' numbers and, aligned, their index terms (every new body word stemmed
         at once)."""
         self._number()
-        if self.listed_keys:
-            if self.keys:
-                raise RuntimeError("an index buffer got keys numbered two ways")
-            return self._listed_terms(recorded)
         keys = list(self.keys)
         words = [key for key in keys if key[0] != _TERM]
         self.words.update(zip(words, stem_words(words), strict=True))
         seen = self.words
         return list(self.keys.values()), [seen[k] if k[0] != _TERM else k[1:] for k in keys]
 
-    def _listed_terms(self, recorded: Set[str]) -> tuple[list[int], list[str]]:
-        """`_key_terms` for keys a `BatchAnalyzer` numbered: those of this buffer's postings
-        (the batch's unchanged Pages were analyzed too, not indexed), and the body words
-        among them learn their stems (`flush` leaves out those in `recorded`). A bulk
-        import writes every Page it analyzed: then the lists are taken as they are, in C."""
-        np = _numpy()
-        numbers = np.frombuffer(self.listed_numbers, np.int32)
-        used = np.zeros(int(numbers.max()) + 1, dtype=bool)
-        used[np.frombuffer(self.kids, np.int32)] = True
-        chosen = used[numbers]
-        keys, terms, words = self.listed_keys, self.listed_terms, bytes(self.listed_words)
-        if not bool(chosen.all()):
-            at = np.flatnonzero(chosen).tolist()
-            keys = list(map(keys.__getitem__, at))
-            terms = list(map(terms.__getitem__, at))
-            words = bytes(map(words.__getitem__, at))
-            numbers = numbers[at]
-        self.words.update(zip(compress(keys, words), compress(terms, words), strict=True))
-        return numbers.tolist(), terms
-
-    def _grouped(
-        self, recorded: Set[str] = frozenset()
-    ) -> tuple[list[str], list[int], list[bytes]]:
+    def _grouped(self) -> tuple[list[str], list[int], list[bytes]]:
         """Every term of the buffer (sorted), its number of documents (the dead ones
         included: their unindexing subtracted them) and its live postings' blob (b"": none)."""
         if not self.doc_ids and not self.placed_ids:
             return [], [], []
-        numbers, key_terms = self._key_terms(recorded)
+        numbers, key_terms = self._key_terms()
         if self.part is not None or len(self.kids) >= VECTOR_POSTINGS:
             return _grouped_numpy(self, numbers, key_terms)
         term_of = dict(zip(numbers, key_terms, strict=True))
@@ -354,7 +293,7 @@ class IndexBuffer:
         dead = self.dead
         df = self.df
         taken_out = len(df)  # terms of documents `unindex_doc` took out
-        terms, counts, blobs = self._grouped(recorded)
+        terms, counts, blobs = self._grouped()
         if taken_out:
             for term, count in zip(terms, counts, strict=True):
                 df[term] += count
@@ -1450,55 +1389,80 @@ class BatchAnalyzer:
         return AnalyzedChunk(out, (kids, tws, firsts), new_keys, numbers, terms, flags)
 
 
+Held = tuple[int, ChunkColumns, "array[int]", "array[int]", list[str], list[str], bytes]
+"""A chunk's postings as `HeldPostings` keeps them: the place of its first Page in the
+batch, its columns, each Page's number of postings, and the keys it numbered first (numbers,
+index terms, keys, which are body words)."""
+
+
+def held(chunk: AnalyzedChunk, start: int) -> Held:
+    """`chunk`'s postings and keys, its first Page at place `start` in the batch."""
+    per_doc: array[int] = array("i", [page.postings for page in chunk.pages])
+    return (start, chunk.columns, per_doc, chunk.numbers, chunk.terms, chunk.keys, chunk.words)
+
+
+def without_postings(chunk: AnalyzedChunk, start: int) -> AnalyzedChunk:
+    """`chunk` with its Pages' analyses only, its first Page at place `start` (`held`)."""
+    empty: array[int] = array("i")
+    return AnalyzedChunk(chunk.pages, (empty, empty, empty), [], empty, [], b"", start)
+
+
 class HeldPostings:
-    """The postings of the chunks an analysis process analyzed for one write batch, kept
-    there and grouped by term when the batch ends (`group`): the writer gets them grouped
-    (`IndexBuffer.add_part`) instead of grouping them itself."""
+    """The postings of one write batch's chunks, kept by the analysis process and grouped
+    by term when the batch ends (`group`): those of the chunks it analyzed, and those of
+    the chunks the writer analyzed itself, sent with the request to group. The writer gets
+    them grouped (`IndexBuffer.add_part`) and never groups postings itself. A Page is told
+    by its place in the batch, whichever process analyzed it."""
 
     def __init__(self) -> None:
-        self.kids: array[int] = array("i")
-        self.tws: array[int] = array("i")
-        self.firsts: array[int] = array("i")
-        self.per_doc: array[int] = array("i")
-        self.numbers: array[int] = array("i")
-        self.terms: list[str] = []
-        self.keys: list[str] = []
-        self.flags = bytearray()
-        """The keys numbered, their numbers and index terms, and which are body words."""
+        self.chunks: list[Held] = []
 
     def __len__(self) -> int:
-        """The Pages held."""
-        return len(self.per_doc)
+        """The chunks held."""
+        return len(self.chunks)
 
-    def hold(self, chunk: AnalyzedChunk) -> AnalyzedChunk:
-        """Keep `chunk`'s postings and keys; the chunk without them (`held` set)."""
-        start = len(self.per_doc)
-        for column, values in zip((self.kids, self.tws, self.firsts), chunk.columns, strict=True):
-            column.extend(values)
-        self.per_doc.fromlist([page.postings for page in chunk.pages])
-        self.numbers.extend(chunk.numbers)
-        self.terms.extend(chunk.terms)
-        self.keys.extend(chunk.keys)
-        self.flags.extend(chunk.words)
-        empty: array[int] = array("i")
-        return AnalyzedChunk(chunk.pages, (empty, empty, empty), [], empty, [], b"", start)
+    def hold(self, chunk: Held) -> None:
+        self.chunks.append(chunk)
 
     def group(self) -> tuple[Grouped, tuple[list[str], list[str]]]:
         """The held postings grouped, and the body words among their keys (those in a
         posting: not a stop word) with their stems; then nothing is held."""
         np = _numpy()
-        numbers, terms, keys, flags = self.numbers, self.terms, self.keys, bytes(self.flags)
-        if self.kids:
+        chunks = sorted(self.chunks, key=operator.itemgetter(0))  # in the batch's order
+        self.chunks = []
+        columns: tuple[array[int], array[int], array[int]] = (array("i"), array("i"), array("i"))
+        per_doc: array[int] = array("i")
+        places: array[int] = array("i")
+        numbers: array[int] = array("i")
+        terms: list[str] = []
+        keys: list[str] = []
+        flags = bytearray()
+        for chunk in chunks:
+            start, chunk_columns, chunk_per_doc, chunk_numbers = chunk[:4]
+            chunk_terms, chunk_keys, chunk_flags = chunk[4:]
+            for column, values in zip(columns, chunk_columns, strict=True):
+                column.extend(values)
+            per_doc.extend(chunk_per_doc)
+            places.extend(range(start, start + len(chunk_per_doc)))
+            numbers.extend(chunk_numbers)
+            terms.extend(chunk_terms)
+            keys.extend(chunk_keys)
+            flags.extend(chunk_flags)
+        if columns[0]:
             used = np.zeros(max(numbers) + 1, dtype=bool)
-            used[np.frombuffer(self.kids, np.int32)] = True
+            used[np.frombuffer(columns[0], np.int32)] = True
             chosen = used[np.frombuffer(numbers, np.int32)]
             if not bool(chosen.all()):
                 at = np.flatnonzero(chosen).tolist()
                 numbers = array("i", map(numbers.__getitem__, at))
                 terms = list(map(terms.__getitem__, at))
                 keys = list(map(keys.__getitem__, at))
-                flags = bytes(map(flags.__getitem__, at))
-        grouped = group_postings(numbers, terms, (self.kids, self.tws, self.firsts), self.per_doc)
+                flags = bytearray(map(flags.__getitem__, at))
+        grouped = group_postings(numbers, terms, columns, per_doc)
+        place_of = np.frombuffer(places, np.int32)
+        grouped = grouped._replace(
+            at=place_of[grouped.at], docs=int(place_of[-1]) + 1 if len(place_of) else 0
+        )
         # Sent through a pipe: columns whose values fit in 16 bits go as such.
         at, tws, firsts = (
             column.astype(np.int16) if len(column) and _fits_16(column) else column
@@ -1506,7 +1470,6 @@ class HeldPostings:
         )
         grouped = grouped._replace(at=at, tws=tws, firsts=firsts)
         words = (list(compress(keys, flags)), list(compress(terms, flags)))
-        self.__init__()  # type: ignore[misc]  # empty again
         return grouped, words
 
 
@@ -1517,29 +1480,13 @@ def _fits_16(column: Any) -> bool:
 def index_placed_page(
     conn: sqlite3.Connection, slug: str, analysis: PageAnalysis, place: int, buffer: IndexBuffer
 ) -> None:
-    """`index_analyzed_page` for a Page whose postings the analysis process holds (its
-    `place` among them, `HeldPostings`)."""
+    """`index_page` for a Page a `BatchAnalyzer` analyzed in a bulk import: the analysis
+    process holds its postings under its `place` in the batch (`HeldPostings`)."""
     doc_id = _insert_doc(
         conn, "page", slug, analysis.title_terms, analysis.path_terms, analysis.generic,
         analysis.length,
     )  # fmt: skip
     buffer.add_placed(doc_id, analysis.length, place, analysis.pairs)
-    _counted(buffer, doc_id, analysis.length, analysis.heads)
-
-
-def index_analyzed_page(
-    conn: sqlite3.Connection,
-    slug: str,
-    analysis: PageAnalysis,
-    columns: ChunkColumns,
-    buffer: IndexBuffer,
-) -> None:
-    """`index_page` for a Page a `BatchAnalyzer` analyzed: `columns` are its postings."""
-    doc_id = _insert_doc(
-        conn, "page", slug, analysis.title_terms, analysis.path_terms, analysis.generic,
-        analysis.length,
-    )  # fmt: skip
-    buffer.add_numbered(doc_id, analysis.length, columns, analysis.pairs)
     _counted(buffer, doc_id, analysis.length, analysis.heads)
 
 

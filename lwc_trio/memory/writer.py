@@ -31,7 +31,6 @@ from lwc_trio.memory.graph import (
 )
 from lwc_trio.memory.indexer import (
     IndexBuffer,
-    index_analyzed_page,
     index_page,
     index_placed_page,
     index_source,
@@ -457,9 +456,6 @@ class Wiki:
         Its sources, provenance and links go to `rows` (written by the caller before the
         transaction ends, for every Page of it at once), else are written here. `analyzed`
         is its analysis by an `AnalysisWorker`, else it is analyzed here."""
-        if analyzed is not None and analyzed.keys is not None:
-            assert self._buffer is not None  # inside `_content_write`
-            self._buffer.learn(*analyzed.keys)
         sources = sorted(set(page.sources))
         if sources:
             marks = placeholders(len(sources))
@@ -509,13 +505,8 @@ class Wiki:
         if analyzed is None:
             index_page(self.conn, page.slug, page.title, page.summary, page.body, self._buffer)
         else:
-            assert self._buffer is not None
-            if analyzed.columns is None:
-                index_placed_page(self.conn, page.slug, analyzed.page, analyzed.place, self._buffer)
-            else:
-                index_analyzed_page(
-                    self.conn, page.slug, analyzed.page, analyzed.columns, self._buffer
-                )
+            assert self._buffer is not None  # inside `_content_write`
+            index_placed_page(self.conn, page.slug, analyzed.page, analyzed.place, self._buffer)
         return "updated" if existing else "created"
 
     def put_pages(
