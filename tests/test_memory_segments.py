@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest_memory import ask, new_store, page, put_pages
 
+from lwc_trio.exceptions import StoreError
 from lwc_trio.memory import search, vector
 from lwc_trio.memory.indexer import (
     MAX_SEGMENTS,
@@ -775,3 +776,30 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
     monkeypatch.setattr(indexer, "_hashed", lambda halves: halves[0] & np.uint64(3))
     assert analyzed_batch() == expected
     assert expected[0][0]
+
+
+@pytest.mark.parametrize("vector_min", [0, 10**9])
+@pytest.mark.parametrize("column", ["postings", "heads"])
+def test_a_merge_refuses_a_segment_that_is_not_a_blob(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vector_min: int, column: str
+) -> None:
+    """A cloned store's segment row holding text where a blob belongs: the write whose
+    merge reads it fails (its batch rolled back) instead of writing it back."""
+    from lwc_trio.memory import indexer
+
+    monkeypatch.setattr(indexer, "VECTOR_POSTINGS", vector_min)
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki:
+        wiki.put_pages([page("first", "Zebra", "zebra quartz")])
+    conn = sqlite3.connect(db)
+    # Four characters: a whole number of head ids, were it a blob.
+    conn.execute(f"UPDATE search_segments SET {column} = 'zebr' WHERE term = 'zebra'")
+    conn.commit()
+    conn.close()
+    with Wiki(db) as wiki:
+        for i in range(MAX_SEGMENTS - 1):
+            wiki.put_pages([page(f"p{i}", "Zebra", f"zebra nimbus {i}")])
+        with pytest.raises(StoreError, match="invalid postings") as refused:
+            wiki.put_pages([page("last", "Zebra", "zebra stratus")])
+    assert refused.value.code == "store_corrupt"
+    assert "last" not in {row[0] for row in _index_rows(db)["search_docs"]}

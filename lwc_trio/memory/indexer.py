@@ -626,6 +626,7 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
     live = _LiveDocs(conn)
     kept: dict[str, int] = {}
     picked: list[tuple[str, int, int]] = []
+    starts: list[int] = []  # where each term's rows begin in `picked`
     size = 0
     for start in range(0, len(crowded), 500):
         frequency = dict(crowded[start : start + 500])
@@ -636,32 +637,46 @@ def _merge_segments(conn: sqlite3.Connection, terms: list[str], end: int) -> Non
         ).fetchall()
         for term, begin, first, stop in _merge_firsts(rows, end):
             if size >= MERGE_CHUNK:
-                _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
-                kept, picked, size = {}, [], 0
+                _merge_rows(conn, picked, starts, live, kept)
+                kept, picked, starts, size = {}, [], [], 0
             kept[term] = first - begin
+            starts.append(len(picked))
             picked.extend(rows[first:stop])
             size += max(frequency[term], 1) * _POSTING_BYTES + (stop - first) * _ROW_BYTES
-    _merge_rows(conn, picked, _segment_rows(conn, picked), live, kept)
+    _merge_rows(conn, picked, starts, live, kept)
 
 
 def _segment_rows(
     conn: sqlite3.Connection, picked: list[tuple[str, int, int]]
-) -> list[tuple[str, int, bytes, bytes]]:
-    """The rows `picked` (term, seg, rowid) names, in its order: (term, seg, postings, heads),
+) -> tuple[list[bytes], list[bytes]]:
+    """The postings and heads of the rows `picked` (term, seg, rowid) names, in its order,
     read by ascending rowid."""
-    rowids = sorted(rowid for _term, _seg, rowid in picked)
-    found: dict[int, tuple[bytes, bytes]] = {}
-    for start in range(0, len(rowids), 4096):
-        chunk = rowids[start : start + 4096]
-        for rowid, blob, head_blob in conn.execute(
-            "SELECT rowid, postings, heads FROM search_segments "
-            f"WHERE rowid IN ({placeholders(len(chunk))})",
-            chunk,
-        ):
-            if not isinstance(blob, bytes) or not isinstance(head_blob, bytes):
-                raise sqlite3.DatabaseError("the search index holds invalid postings")
-            found[rowid] = (blob, head_blob)
-    return [(term, seg, *found[rowid]) for term, seg, rowid in picked]
+    np = _numpy()
+    rowids = np.fromiter(map(operator.itemgetter(2), picked), dtype=np.int64, count=len(picked))
+    order = np.argsort(rowids, kind="stable")
+    ascending = rowids[order].tolist()
+    found: list[tuple[int, bytes, bytes]] = []
+    for start in range(0, len(ascending), 4096):
+        chunk = ascending[start : start + 4096]
+        found.extend(
+            conn.execute(
+                "SELECT rowid, postings, heads FROM search_segments "
+                f"WHERE rowid IN ({placeholders(len(chunk))}) ORDER BY rowid",
+                chunk,
+            )
+        )
+    if list(map(operator.itemgetter(0), found)) != ascending:
+        raise sqlite3.DatabaseError("the search index changed while it was merged")
+    blobs, heads = (
+        list(map(operator.itemgetter(1), found)),
+        list(map(operator.itemgetter(2), found)),
+    )
+    if (set(map(type, blobs)) | set(map(type, heads))) - {bytes}:
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    at = back.tolist()
+    return list(map(blobs.__getitem__, at)), list(map(heads.__getitem__, at))
 
 
 class _LiveDocs:
@@ -718,105 +733,104 @@ _TABLE_MIN = 1 << 16
 def _merge_rows(
     conn: sqlite3.Connection,
     picked: list[tuple[str, int, int]],
-    rows: list[tuple[str, int, bytes, bytes]],
+    starts: list[int],
     live: _LiveDocs,
     kept: Mapping[str, int],
 ) -> None:
-    """Merge `rows` (the newest segments of each term among them, by term and seg; `picked`
-    their (term, seg, rowid); `kept` says how many older ones each term keeps)."""
-    if not rows:
+    """Merge the rows `picked` names (term, seg, rowid: the newest segments of each term
+    among them, by term and seg; `starts` where each term's begin; `kept` says how many older
+    ones each term keeps)."""
+    if not picked:
         return
+    blobs, heads = _segment_rows(conn, picked)
+    bounds = [*starts, len(picked)]
     # About 7 bytes a posting (`postings.py`): the choice of path, not the result.
-    if sum(map(len, map(operator.itemgetter(2), rows))) >= 7 * VECTOR_POSTINGS:
-        merged = _merge_many(rows, live)
+    if sum(map(len, blobs)) >= 7 * VECTOR_POSTINGS:
+        merged = _merge_many(blobs, heads, bounds, live)
     else:
-        merged = []
-        begin = 0
-        for end in range(1, len(rows) + 1):
-            if end == len(rows) or rows[end][0] != rows[begin][0]:
-                merged.append(_merge_one(rows[begin:end], live.as_set()))
-                begin = end
+        merged = [
+            _merge_one(blobs[begin:end], heads[begin:end], live.as_set())
+            for begin, end in itertools.pairwise(bounds)
+        ]
     # The merged row takes the place of the first one merged (by rowid: its term and seg
     # stay, so the index is not touched); the newer ones go (by range, one index seek a
     # term), and all of them when no document of the term is left.
-    firsts = [at for at in range(len(rows)) if at == 0 or rows[at][0] != rows[at - 1][0]]
+    firsts = [picked[at] for at in starts]
     conn.executemany(
         "UPDATE search_segments SET postings = ?, heads = ? WHERE rowid = ?",
         [
-            (blob, heads, picked[at][2])
-            for (_t, _s, blob, heads), at in zip(merged, firsts, strict=True)
+            (blob, head, rowid)
+            for (_t, _s, rowid), (blob, head) in zip(firsts, merged, strict=True)
             if blob
         ],
     )
     conn.executemany(
         "DELETE FROM search_segments WHERE term = ? AND seg > ?",
-        [(term, seg) for term, seg, blob, _h in merged if blob],
+        [(term, seg) for (term, seg, _r), (blob, _h) in zip(firsts, merged, strict=True) if blob],
     )
     conn.executemany(
         "DELETE FROM search_segments WHERE term = ? AND seg >= ?",
-        [(term, seg) for term, seg, blob, _h in merged if not blob],
+        [
+            (term, seg)
+            for (term, seg, _r), (blob, _h) in zip(firsts, merged, strict=True)
+            if not blob
+        ],
     )
     conn.executemany(
         "UPDATE search_terms SET segs = ? WHERE term = ?",
-        [(kept[term] + (1 if blob else 0), term) for term, _s, blob, _h in merged],
+        [
+            (kept[term] + (1 if blob else 0), term)
+            for (term, _s, _r), (blob, _h) in zip(firsts, merged, strict=True)
+        ],
     )
 
 
-def _merge_one(
-    rows: list[tuple[str, int, bytes, bytes]], live: set[int]
-) -> tuple[str, int, bytes, bytes]:
-    """One term's segments merged (plain Python): (term, first seg, postings, heads); the
-    postings are b"" when no document of the term is left."""
-    heads: list[int] = []
+def _merge_one(blobs: list[bytes], heads: list[bytes], live: set[int]) -> tuple[bytes, bytes]:
+    """One term's segments merged (plain Python): postings (b"" when no document of the
+    term is left) and heads."""
+    kept_heads: list[int] = []
     merged: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
-    for _term, _seg, blob, head_blob in rows:
+    for blob, head_blob in zip(blobs, heads, strict=True):
         columns = decode_postings(blob)
         keep_at = [i for i, doc_id in enumerate(columns[0]) if doc_id in live]
         for into, column in zip(merged, columns, strict=True):
             into.extend(map(column.__getitem__, keep_at))
-        heads.extend(d for d in unpack(head_blob) if d in live)
+        kept_heads.extend(d for d in unpack(head_blob) if d in live)
     if any(map(operator.ge, merged[0][:-1], merged[0][1:])):
         raise sqlite3.DatabaseError("the search index holds invalid postings")
-    blob = encode_postings(*merged) if merged[0] else b""
-    return rows[0][0], rows[0][1], blob, pack(heads)
+    return (encode_postings(*merged) if merged[0] else b""), pack(kept_heads)
 
 
 def _merge_many(
-    rows: list[tuple[str, int, bytes, bytes]], live: _LiveDocs
-) -> list[tuple[str, int, bytes, bytes]]:
-    """`_merge_one` for every term of `rows` at once, with numpy: the same rows."""
+    blobs: list[bytes], heads: list[bytes], bounds: list[int], live: _LiveDocs
+) -> list[tuple[bytes, bytes]]:
+    """`_merge_one` for every term at once, with numpy (the rows of term t are
+    `bounds[t]:bounds[t + 1]`): the same rows."""
     np = _numpy()
-    firsts_of_term = [i for i in range(len(rows)) if i == 0 or rows[i][0] != rows[i - 1][0]]
-    terms = len(firsts_of_term)
-    row_term = np.repeat(
-        np.arange(terms), np.diff(np.asarray([*firsts_of_term, len(rows)], dtype=np.int64))
-    )
-    counts, ids, tws, dls, firsts = decode_batch([row[2] for row in rows])
+    terms = len(bounds) - 1
+    row_term = np.repeat(np.arange(terms), np.diff(np.asarray(bounds, dtype=np.int64)))
+    counts, ids, tws, dls, firsts = decode_batch(blobs)
     term_of = np.repeat(row_term, counts)
     keep = live.mask(ids)
     term_of, ids, tws, dls, firsts = (a[keep] for a in (term_of, ids, tws, dls, firsts))
     same_term = term_of[1:] == term_of[:-1]
     if bool((same_term & (ids[1:] <= ids[:-1])).any()):
         raise sqlite3.DatabaseError("the search index holds invalid postings")
-    blobs = _encode_grouped(np.bincount(term_of, minlength=terms), ids, tws, dls, firsts)
+    merged = _encode_grouped(np.bincount(term_of, minlength=terms), ids, tws, dls, firsts)
     # Heads: every row's ids in row order, the live ones kept, packed per term.
-    head_lengths = []
-    for _term, _seg, _blob, head_blob in rows:
-        if len(head_blob) % 4:
-            raise sqlite3.DatabaseError("the search index holds invalid postings")
-        head_lengths.append(len(head_blob) // 4)
-    head_ids = np.frombuffer(b"".join(row[3] for row in rows), dtype="<i4")
-    head_term = np.repeat(row_term, np.asarray(head_lengths, dtype=np.int64))
+    head_bytes = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+    if bool((head_bytes % 4).any()):
+        raise sqlite3.DatabaseError("the search index holds invalid postings")
+    head_ids = np.frombuffer(b"".join(heads), dtype="<i4")
+    head_term = np.repeat(row_term, head_bytes // 4)
     live_heads = live.mask(head_ids)
     head_ids, head_term = head_ids[live_heads], head_term[live_heads]
     head_ends = np.cumsum(np.bincount(head_term, minlength=terms)).tolist()
     head_data = head_ids.astype("<i4").tobytes()
-    out = []
-    begin = 0
-    for t, at in enumerate(firsts_of_term):
-        out.append((rows[at][0], rows[at][1], blobs[t], head_data[4 * begin : 4 * head_ends[t]]))
-        begin = head_ends[t]
-    return out
+    return [
+        (blob, head_data[4 * begin : 4 * end])
+        for blob, begin, end in zip(merged, [0, *head_ends[:-1]], head_ends, strict=True)
+    ]
 
 
 def unindex_doc(
