@@ -242,7 +242,11 @@ class AnalysisWorker:
             analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
             self._done[chunk.number] = without_postings(analyzed, chunk.start)
             with self._lock:
-                request = next(r for r in self._queued if r.number < 0 and r.batch == chunk.batch)
+                request = next(
+                    (r for r in self._queued if r.number < 0 and r.batch == chunk.batch), None
+                )
+                if request is None:  # sent without this chunk's postings: never
+                    raise RuntimeError("a batch's grouping request left before its postings")
                 request.held.append(held(analyzed, chunk.start))
         finally:
             with self._lock:

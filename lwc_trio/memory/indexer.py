@@ -155,7 +155,9 @@ class IndexBuffer:
     The flush stems each distinct word of the batch once and groups the postings by term,
     summing the counts of words sharing a stem (`cache`, `caching`) and keeping the earliest
     first offset. A document's postings count towards its terms' frequencies at the flush
-    (`df` holds what documents taken out subtract).
+    (`df` holds what documents taken out subtract). A bulk import's postings come grouped by
+    its analysis process instead (`add_part`), its documents placed (`add_placed`) as their
+    rows are written.
     """
 
     def __init__(self) -> None:
@@ -430,67 +432,40 @@ def group_postings(
 def _grouped_numpy(
     buffer: IndexBuffer, numbers: list[int], key_terms: list[str]
 ) -> tuple[list[str], list[int], list[bytes]]:
-    """`IndexBuffer._grouped` with numpy: the buffer's own postings grouped by term (the
-    postings of one document's words sharing a stem summed) and joined with the part an
-    analysis process grouped (`IndexBuffer.add_part`)."""
+    """`IndexBuffer._grouped` with numpy: the buffer's postings grouped by term (the
+    postings of one document's words sharing a stem summed), or those an analysis process
+    grouped (`IndexBuffer.add_part`: a bulk import's, whose documents are placed)."""
     np = _numpy()
-    doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
-    if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
-        raise RuntimeError("an index buffer's documents are not in ascending id order")
-    parts = []
-    if buffer.kids:
+    if buffer.part is None:
+        doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
+        if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
+            raise RuntimeError("an index buffer's documents are not in ascending id order")
         columns = (buffer.kids, buffer.tws, buffer.firsts)
-        own = group_postings(numbers, key_terms, columns, buffer.doc_keys)
-        parts.append((own, doc_ids, np.frombuffer(buffer.doc_lengths, np.int32)))
-    if buffer.part is not None:
-        places = np.frombuffer(buffer.placed_at, np.int32)
-        ids_of = np.full(buffer.part.docs, -1, dtype=np.int32)
-        ids_of[places] = np.frombuffer(buffer.placed_ids, np.int32)
-        lengths_of = np.zeros(buffer.part.docs, dtype=np.int32)
-        lengths_of[places] = np.frombuffer(buffer.placed_lengths, np.int32)
-        parts.append((buffer.part, ids_of, lengths_of))
-    return _joined(parts, buffer.dead)
+        grouped = group_postings(numbers, key_terms, columns, buffer.doc_keys)
+        return _written(grouped, doc_ids, np.frombuffer(buffer.doc_lengths, np.int32), buffer.dead)
+    if buffer.kids:
+        raise RuntimeError("an index buffer got postings both grouped and not")
+    places = np.frombuffer(buffer.placed_at, np.int32)
+    ids_of = np.full(buffer.part.docs, -1, dtype=np.int32)
+    ids_of[places] = np.frombuffer(buffer.placed_ids, np.int32)
+    lengths_of = np.zeros(buffer.part.docs, dtype=np.int32)
+    lengths_of[places] = np.frombuffer(buffer.placed_lengths, np.int32)
+    return _written(buffer.part, ids_of, lengths_of, buffer.dead)
 
 
-def _joined(
-    parts: list[tuple[Grouped, Any, Any]], dead: Set[int]
+def _written(
+    grouped: Grouped, ids_of: Any, lengths_of: Any, dead: Set[int]
 ) -> tuple[list[str], list[int], list[bytes]]:
-    """`_grouped_numpy`'s answer from grouped parts, each with the doc id (−1: the document
-    was not written, an unchanged Page) and the length of the document at each place."""
+    """`_grouped_numpy`'s answer from `grouped`, given the doc id (−1: the document was not
+    written, an unchanged Page) and the length of the document at each place."""
     np = _numpy()
-    if not parts:
-        return [], [], []
-    if len(parts) == 1:
-        grouped, ids_of, lengths_of = parts[0]
-        terms = grouped.terms
-        ranks, ids, lengths = grouped.ranks, ids_of[grouped.at], lengths_of[grouped.at]
-        tws, firsts = grouped.tws.astype(np.int32), grouped.firsts.astype(np.int32)
-    else:
-        # Each part's terms are sorted: one sort merges the runs, `dict` drops the doubles.
-        terms = list(dict.fromkeys(sorted(itertools.chain(*(part[0].terms for part in parts)))))
-        rank_of = dict(zip(terms, range(len(terms)), strict=True))
-        ranks = np.concatenate([
-            np.asarray(list(map(rank_of.__getitem__, grouped.terms)) or [0], np.int32)[
-                grouped.ranks
-            ]
-            for grouped, _ids, _lengths in parts
-        ])  # fmt: skip
-        ids = np.concatenate([ids_of[grouped.at] for grouped, ids_of, _lengths in parts])
-        lengths = np.concatenate([lengths_of[grouped.at] for grouped, _ids, lengths_of in parts])
-        tws, firsts = (
-            np.concatenate([getattr(part[0], name).astype(np.int32) for part in parts])
-            for name in ("tws", "firsts")
-        )
+    terms = grouped.terms
+    ranks, ids, lengths = grouped.ranks, ids_of[grouped.at], lengths_of[grouped.at]
+    tws, firsts = grouped.tws.astype(np.int32), grouped.firsts.astype(np.int32)
     written = ids >= 0
     if not bool(written.all()):
         ranks, ids, tws, firsts, lengths = (
             column[written] for column in (ranks, ids, tws, firsts, lengths)
-        )
-    if len(parts) > 1:
-        # Each part is sorted by (term, doc id): a stable sort merges the runs.
-        order = np.argsort((ranks.astype(np.int64) << 32) | ids, kind="stable")
-        ranks, ids, tws, firsts, lengths = (
-            column[order] for column in (ranks, ids, tws, firsts, lengths)
         )
     counts = np.bincount(ranks, minlength=len(terms))
     if dead:
