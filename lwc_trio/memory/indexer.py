@@ -531,8 +531,8 @@ def _merge_firsts(rows: list[Any], end: int) -> list[tuple[str, int, int, int]]:
     `MAX_SEGMENTS // 2` of the oldest stay, each only when it is larger than every newer one
     together: over n batches a posting is rewritten O(log n) times, not n / `MAX_SEGMENTS`
     times (a merge of every segment rewrote each common term's whole postings every eighth
-    batch, so bulk writes slowed down as the Wiki grew). A term with fewer rows than that
-    leaves two to merge has all of them merged.
+    batch, so bulk writes slowed down as the Wiki grew). When that would take fewer than two
+    of a term's rows (it has fewer than its `segs` says), all of them are taken.
 
     A segment's size is the span of document ids it covers: up to the next one's seg, the
     newest up to `end` (the next document id of the write). A batch's documents have
