@@ -803,3 +803,22 @@ def test_a_merge_refuses_a_segment_that_is_not_a_blob(
             wiki.put_pages([page("last", "Zebra", "zebra stratus")])
     assert refused.value.code == "store_corrupt"
     assert "last" not in {row[0] for row in _index_rows(db)["search_docs"]}
+
+
+def test_early_writes_do_not_look_for_crowded_terms(tmp_path: Path) -> None:
+    """A term gains at most one segment a write: while a store has had too few writes for
+    any term to pass `MAX_SEGMENTS`, a write does not look its terms up for a merge; after
+    that it does, and no term keeps more than `MAX_SEGMENTS` rows."""
+    db = new_store(tmp_path)
+    looked_up: list[int] = []
+    with Wiki(db) as wiki:
+        statements: list[str] = []
+        wiki.conn.set_trace_callback(statements.append)
+        for i in range(2 * MAX_SEGMENTS):
+            statements.clear()
+            wiki.put_pages([page(f"p{i}", "Zebra", f"zebra quartz {i}")])
+            looked_up.append(sum("AND segs >" in sql for sql in statements))
+    assert looked_up[: MAX_SEGMENTS - 2] == [0] * (MAX_SEGMENTS - 2)
+    assert all(looked_up[MAX_SEGMENTS - 1 :])
+    zebra = [row for row in _segments(db) if row[0] == "zebra"]
+    assert 1 <= len(zebra) <= MAX_SEGMENTS

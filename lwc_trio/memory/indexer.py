@@ -286,11 +286,14 @@ class IndexBuffer:
             )
         return terms, counts, blobs
 
-    def flush(self, conn: sqlite3.Connection, recorded: Set[str] = frozenset()) -> list[str]:
+    def flush(
+        self, conn: sqlite3.Connection, recorded: Set[str] = frozenset(), *, crowding: bool = True
+    ) -> list[str]:
         """Write what was collected (inside the same transaction) and start over; the words
         whose typo-index and `search_words` rows it wrote. `recorded` are words an earlier
         transaction of this writer already wrote those rows for (a word's stem never
-        changes): they are not written again."""
+        changes): they are not written again. `crowding` False says no term can pass
+        `MAX_SEGMENTS` segments yet: the terms written are not looked up for a merge."""
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
         df = self.df
@@ -336,7 +339,7 @@ class IndexBuffer:
                     "AND NOT EXISTS (SELECT 1 FROM search_terms WHERE term = ?)",
                     [(term, term) for (term,) in gone],
                 )
-            if added:
+            if added and crowding:
                 grown = list(filter(added.__contains__, changes))
                 last = max(self.doc_ids[-1:] + self.placed_ids[-1:])
                 _merge_segments(conn, grown, last + 1)

@@ -30,6 +30,7 @@ from lwc_trio.memory.graph import (
     stale_before,
 )
 from lwc_trio.memory.indexer import (
+    MAX_SEGMENTS,
     IndexBuffer,
     index_page,
     index_placed_page,
@@ -378,7 +379,10 @@ class Wiki:
             try:
                 yield touched
                 # Document frequencies and statistics: once per transaction, not per document.
-                fresh = self._buffer.flush(self.conn, self._recorded)
+                # A term gains at most one segment a content write (`lwc repair`, not one,
+                # leaves one a term): no term has more than content_revision + 1 yet.
+                crowding = info.content_revision + 2 > MAX_SEGMENTS
+                fresh = self._buffer.flush(self.conn, self._recorded, crowding=crowding)
             finally:
                 self._buffer = None
             if ready:
