@@ -1240,14 +1240,14 @@ class AnalyzedChunk(NamedTuple):
     words: bytes
     """Per key: 1 when it is a body word (stemmed here), 0 when an index term already."""
     held: int = -1
-    """−1: the postings and keys are here. Else the analysis process kept them
-    (`HeldPostings`) and this is the place of the chunk's first Page among its Pages."""
+    """−1: the postings and keys are here. Else they were kept (`held`, `without_postings`)
+    and this is the place of the chunk's first Page in its batch."""
 
 
 class BatchAnalyzer:
     """Analyzes Pages chunk after chunk for one write batch after another, as `index_page`
-    would, numbering the postings' keys per batch like `IndexBuffer` (`learn`,
-    `add_numbered`): pure work on the Pages' text, no store, so another process can do it."""
+    would, numbering the postings' keys per batch (`HeldPostings` groups them by term):
+    pure work on the Pages' text, no store, so another process can do it."""
 
     def __init__(self, first: int = 0) -> None:
         self.first = first
