@@ -464,7 +464,8 @@ def _written(
     np = _numpy()
     terms = grouped.terms
     ranks, ids, lengths = grouped.ranks, ids_of[grouped.at], lengths_of[grouped.at]
-    tws, firsts = grouped.tws.astype(np.int32), grouped.firsts.astype(np.int32)
+    # int16 when they came through the pipe (`HeldPostings.group`).
+    tws, firsts = (column.astype(np.int32, copy=False) for column in (grouped.tws, grouped.firsts))
     written = ids >= 0
     if not bool(written.all()):
         ranks, ids, tws, firsts, lengths = (
@@ -1256,13 +1257,10 @@ class BatchAnalyzer:
         """Even numbers from 0 or odd ones from 1: two analyzers can share a batch (the same
         key under two numbers is one term all the same)."""
         np = _numpy()
-        empty = np.zeros(0, dtype=np.uint64)
+        halves = np.zeros(0, dtype=np.uint64)
         self.vocabulary: tuple[Any, Any, Any, Any] = (
-            empty,
-            empty,
-            empty,
-            empty[:0].astype(np.int32),
-        )
+            halves, halves, halves, np.zeros(0, dtype=np.int32)
+        )  # fmt: skip
         """The body words of `_WIDE` letters or fewer numbered so far in the batch: their
         hashes (`_hashed`, sorted), halves (`_Bodies.halves`) and numbers. A chunk's words
         are looked up at once; only the new ones become strings and dict keys."""
