@@ -26,7 +26,7 @@ from lwc_trio.memory.indexer import (
     index_page,
     unindex_doc,
 )
-from lwc_trio.memory.postings import decode_batch, decode_postings, encode_postings
+from lwc_trio.memory.postings import decode_batch, decode_postings, encode_postings, posting_count
 from lwc_trio.memory.search import best_first
 from lwc_trio.memory.writer import PageInput, Wiki
 
@@ -577,12 +577,41 @@ def test_the_analysis_process_writes_the_in_process_index(
         with Wiki(db) as wiki:
             assert wiki.put_pages(first, batch=600)["created"] == 1300
             counts = wiki.put_pages(second, batch=400)
+            # Every batch unchanged: the analysis process drops each one's postings.
+            again = wiki.put_pages(second, batch=400)
         assert counts == {"created": 50, "updated": 367, "unchanged": 733}
+        assert again == {"created": 0, "updated": 0, "unchanged": 1150}
         stores.append(_store_rows(db))
-    assert len(started) == 2  # both imports of the first round, none of the second
+    assert len(started) == 3  # the three imports of the first round, none of the second
     assert stores[0] == stores[1]
     assert stores[0]["search_segments"]
     assert stores[0]["links"]
+
+
+def test_a_batch_whose_postings_come_in_several_parts_writes_the_in_process_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The analysis process sends a batch's postings encoded in parts of about
+    `ENCODE_CHUNK` postings, each written as it comes: a batch of more postings than that
+    writes the rows the in-process analysis writes."""
+    from lwc_trio.memory import indexer, writer
+
+    rng = random.Random(7)
+    pages = [
+        page(f"p-{i}", f"Page {i}", " ".join(f"w{rng.randrange(6000)}" for _ in range(700)))
+        for i in range(1000)
+    ]
+    stores = []
+    for worker_min in (writer.ANALYSIS_WORKER_PAGES, 10**9):
+        monkeypatch.setattr(writer, "ANALYSIS_WORKER_PAGES", worker_min)
+        db = new_store(tmp_path / f"w{worker_min}")
+        with Wiki(db) as wiki:
+            assert wiki.put_pages(pages, batch=1000)["created"] == 1000
+        stores.append(_store_rows(db))
+    assert stores[0] == stores[1]
+    assert len(stores[0]["search_segments"]) > 5000
+    postings = sum(posting_count(row[2]) for row in stores[0]["search_segments"])
+    assert postings > 2 * indexer.ENCODE_CHUNK
 
 
 @pytest.mark.parametrize("ids", [[3, 4, 5, 9], [1, 2**31 - 2], [7]])
@@ -661,6 +690,20 @@ def test_a_bulk_import_on_one_cpu_starts_no_second_process(
     assert not started
 
 
+def _joined(buffer: IndexBuffer) -> tuple[list[str], list[int], list[bytes]]:
+    """A buffer's postings grouped and encoded (`IndexBuffer._parts`), every part joined."""
+    terms: list[str] = []
+    counts: list[int] = []
+    blobs: list[bytes] = []
+    for part_terms, part_counts, part_blobs in buffer._parts():
+        assert not terms or not part_terms or terms[-1] < part_terms[0]
+        terms += part_terms
+        counts += part_counts
+        blobs += part_blobs
+    return terms, counts, blobs
+
+
+@pytest.mark.parametrize("encode_chunk", [250_000, 7])
 @pytest.mark.parametrize(
     ("owners", "written"),
     [
@@ -672,15 +715,16 @@ def test_a_bulk_import_on_one_cpu_starts_no_second_process(
     ],
 )
 def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process(
-    owners: str, written: str
+    monkeypatch: pytest.MonkeyPatch, owners: str, written: str, encode_chunk: int
 ) -> None:
     """A bulk import's batch: the analysis process keeps the postings of the chunks it
     analyzed, gets those of the chunks the writer analyzed (in any order: the writer takes
-    them from either end of the queue) and groups them all; the writer places each Page
-    written by its place in the batch. The terms, frequencies and blobs are those the
-    in-process analysis of the same Pages gives, whichever process took which chunk and
-    whichever Pages are left out."""
+    them from either end of the queue) and groups and encodes them all, in parts; the
+    writer places each Page written by its place in the batch. The terms, frequencies and
+    blobs are those the in-process analysis of the same Pages gives, whichever process took
+    which chunk, whichever Pages are left out and however many parts they come in."""
     pytest.importorskip("numpy")
+    from lwc_trio.memory import indexer
     from lwc_trio.memory.indexer import (
         BatchAnalyzer,
         HeldPostings,
@@ -733,11 +777,13 @@ def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process
                 split.add_placed(doc_id(place), analysis.length, place, analysis.pairs)
     for chunk in reversed(theirs):
         kept.hold(chunk)
-    split.add_part(*kept.group())
+    split.add_part(kept.group)
 
-    expected = in_process._grouped()
-    assert split._grouped() == expected
+    expected = _joined(in_process)
+    monkeypatch.setattr(indexer, "ENCODE_CHUNK", encode_chunk)
+    assert _joined(split) == expected
     assert expected[0]
+    assert not kept.chunks
     # Every word of a written Page is recorded (those only in Pages not written may be too:
     # such a Page is in the store, unchanged, with its words).
     assert in_process.words.items() <= split.words.items()
@@ -769,8 +815,8 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
             kept.hold(held(analyzed, start))
             for place, analysis in enumerate(analyzed.pages, start):
                 buffer.add_placed(place + 1, analysis.length, place, analysis.pairs)
-        buffer.add_part(*kept.group())
-        return buffer._grouped(), buffer.words
+        buffer.add_part(kept.group)
+        return _joined(buffer), buffer.words
 
     expected = analyzed_batch()
     monkeypatch.setattr(indexer, "_hashed", lambda halves: halves[0] & np.uint64(3))

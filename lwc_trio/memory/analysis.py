@@ -2,15 +2,17 @@
 
 `lwc page import` of many Pages spends about half of its time on work that needs only the
 Pages' text (splitting, counting and locating words, numbering them for the batch, stemming,
-links) and half on work that needs the store (rows, grouping the postings by term, SQLite).
-`AnalysisWorker` starts `python -m lwc_trio.memory.analysis`, which runs
+links, grouping and encoding the postings) and half on work that needs the store (rows,
+SQLite). `AnalysisWorker` starts `python -m lwc_trio.memory.analysis`, which runs
 `indexer.BatchAnalyzer` on chunks of Pages sent through a pipe and sends the analyses back,
-so the two halves run on two cores. The index written is the one an in-process write gives,
+then groups and encodes each batch's postings (`indexer.HeldPostings`), so the two halves
+run on two cores. The index written is the one an in-process write gives,
 value for value (a test compares them).
 
 The worker sits in its own process group (a Ctrl-C at the terminal reaches only `lwc`, which
 decides what is kept) and ends when its input closes; `close` ends it in every case. Frames
-are a little-endian uint64 length then a pickle; only this module's own processes exchange
+are a little-endian uint64 length and a byte (1: the last answer to its request; a batch's
+postings come in several frames), then a pickle; only this module's own processes exchange
 them, over their private pipes.
 """
 
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -35,10 +38,11 @@ from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.indexer import (
     AnalyzedChunk,
     BatchAnalyzer,
-    Grouped,
+    EncodedPart,
     Held,
     HeldPostings,
     PageAnalysis,
+    Placed,
     held,
     without_postings,
 )
@@ -49,12 +53,10 @@ CHUNK = 250
 """Pages per request: the writer starts on a chunk's Pages while the next is analyzed."""
 _IN_FLIGHT = 2
 """Chunks sent to the worker and not answered yet, at most."""
-_FRAME = struct.Struct("<Q")
+_FRAME = struct.Struct("<QB")
+"""A frame's header: its length, and 1 when it is its request's last answer."""
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-
-Part = tuple[Grouped, tuple[list[str], list[str]]]
-"""A batch's postings the worker grouped, and the body words among them with their stems
-(`HeldPostings.group`, `IndexBuffer.add_part`)."""
+_NOTHING_PLACED = Placed(array("i"), array("i"), array("i"), [])
 
 
 class Analyzed(NamedTuple):
@@ -65,28 +67,39 @@ class Analyzed(NamedTuple):
     """Its place in its batch: the worker holds its postings under it (`HeldPostings`)."""
 
 
-class _Chunk(NamedTuple):
-    number: int
-    """−1: the request to group the batch's postings (`AnalysisWorker.grouped`)."""
-    batch: int
-    pages: list[tuple[str, str, str | None, str]]
-    start: int
-    """The place of its first Page in the batch."""
-    held: list[Held]
-    """A grouping request's: the postings of the batch's chunks analyzed here."""
+class _Chunk:
+    """A request to the worker: a chunk of a batch's Pages to analyze, or (`number` −1)
+    the request to group the batch's postings (`AnalysisWorker.group`)."""
+
+    __slots__ = ("batch", "held", "number", "pages", "placed", "start")
+
+    def __init__(
+        self, number: int, batch: int, pages: list[tuple[str, str, str | None, str]], start: int
+    ) -> None:
+        self.number = number
+        self.batch = batch
+        self.pages = pages
+        self.start = start
+        """The place of its first Page in the batch."""
+        self.held: list[Held] = []
+        """A grouping request's: the postings of the batch's chunks analyzed here."""
+        self.placed: Placed | None = None
+        """A grouping request's: the documents written. It is sent once they are known."""
 
 
-def _read_frame(stream: IO[bytes]) -> bytes | None:
+def _read_frame(stream: IO[bytes]) -> tuple[bytes, bool] | None:
+    """The next frame and whether it is its request's last; None at the end."""
     header = stream.read(_FRAME.size)
     if len(header) < _FRAME.size:
         return None
-    (size,) = _FRAME.unpack(header)
+    size, last = _FRAME.unpack(header)
     data = stream.read(size)
-    return data if len(data) == size else None
+    return (data, bool(last)) if len(data) == size else None
 
 
-def _write_frame(stream: IO[bytes], data: bytes) -> None:
-    stream.write(_FRAME.pack(len(data)))
+def _write_frame(stream: IO[bytes], value: Any, *, last: bool = True) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_FRAME.pack(len(data), last))
     stream.write(data)
     stream.flush()
 
@@ -98,12 +111,17 @@ def main() -> int:
     analyzer = BatchAnalyzer(first=0)
     kept = HeldPostings()
     while (request := _read_frame(stdin)) is not None:
-        new_batch, pages, start, theirs = pickle.loads(request)
+        new_batch, pages, start, theirs, placed = pickle.loads(request[0])
         try:
             if pages is None:  # the batch ends: its postings grouped, the writer's too
                 for chunk in theirs:
                     kept.hold(chunk)
-                answer: tuple[str, Any] = ("ok", kept.group())
+                # The words at once (the writer writes them meanwhile), then each part.
+                words, parts = kept.group(placed)
+                _write_frame(stdout, ("ok", words), last=False)
+                for part in parts:
+                    _write_frame(stdout, ("ok", part), last=False)
+                answer: tuple[str, Any] = ("ok", None)
             elif new_batch and len(kept):
                 raise RuntimeError("a write batch began before the last one was grouped")
             else:
@@ -112,7 +130,7 @@ def main() -> int:
                 answer = ("ok", without_postings(analyzed, start))
         except Exception:
             answer = ("error", traceback.format_exc(limit=5))
-        _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        _write_frame(stdout, answer)
         if answer[0] == "error":
             return 1
     return 0
@@ -120,7 +138,7 @@ def main() -> int:
 
 class AnalysisWorker:
     """The parent's side: `submit` a write batch's Pages, `take` their analyses in order,
-    then take the batch's postings the worker grouped (`grouped`).
+    then have the worker group and encode the batch's postings (`group`, a `Grouper`).
 
     A feeder thread sends the chunks (two at a time at most: the worker is never idle, and
     the rest stay here) and a reader thread collects the answers, so neither process ever
@@ -128,11 +146,12 @@ class AnalysisWorker:
     not answered yet, it analyzes one of the chunks not sent yet itself (the last one, or
     the one it needs) instead of waiting: both cores analyze until the writer has rows to
     write. The worker keeps the postings of the chunks it analyzed; those of the chunks
-    analyzed here go with the request to group (queued after the batch's chunks, sent once
-    none of them is being analyzed here), and the worker groups them all by term while the
-    writer still writes the batch's Pages: the second core does that part of the flush too.
-    The parent submits at most one batch ahead of the one it writes, which bounds what is
-    held in memory."""
+    analyzed here go with the request to group (queued after the batch's chunks, sent with
+    the documents written once the batch's rows are). The worker answers with the batch's
+    words at once, which the writer writes while the worker groups the postings by term,
+    then with the postings encoded, part after part, each written as it comes: the second
+    core does that part of the flush too. The parent submits at most one batch ahead of
+    the one it writes, which bounds what is held in memory."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
@@ -153,14 +172,11 @@ class AnalysisWorker:
         self._sent: collections.deque[_Chunk] = collections.deque()
         self._closing = False
         self._slots = threading.Semaphore(_IN_FLIGHT)
-        self._answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._answers: queue.SimpleQueue[tuple[bytes, bool] | None] = queue.SimpleQueue()
         self._local = BatchAnalyzer(first=1)
         self._local_batch = -1
         self._done: dict[int, AnalyzedChunk] = {}
         """Chunks `take` analyzed itself, by number (their postings go to the worker)."""
-        self._analyzing = 0
-        """Chunks taken from the queue and being analyzed here: the batch's grouping request
-        waits for their postings."""
         self._batches = 0
         self._chunks = 0
         self._next = 0
@@ -182,7 +198,8 @@ class AnalysisWorker:
                 self._slots.acquire()
                 with self._lock:
                     while not self._closing and (
-                        not self._queued or (self._queued[0].number < 0 and self._analyzing)
+                        not self._queued
+                        or (self._queued[0].number < 0 and self._queued[0].placed is None)
                     ):
                         self._lock.wait()
                     if self._closing:
@@ -190,12 +207,12 @@ class AnalysisWorker:
                     chunk = self._queued.popleft()
                     self._sent.append(chunk)
                 new_batch, batch = chunk.batch != batch, chunk.batch
-                request: tuple[bool, Any, int, list[Held]] = (
-                    (new_batch, chunk.pages, chunk.start, [])
+                request: tuple[bool, Any, int, list[Held], Placed | None] = (
+                    (new_batch, chunk.pages, chunk.start, [], None)
                     if chunk.number >= 0
-                    else (new_batch, None, 0, chunk.held)
+                    else (new_batch, None, 0, chunk.held, chunk.placed)
                 )
-                _write_frame(stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+                _write_frame(stdin, request)
         except (BrokenPipeError, ValueError, OSError):
             pass  # the worker is gone: `take` says so
         finally:
@@ -206,24 +223,25 @@ class AnalysisWorker:
         stdout = self._process.stdout
         assert stdout is not None
         try:
-            while (answer := _read_frame(stdout)) is not None:
-                self._answers.put(answer)
-                self._slots.release()
+            while (frame := _read_frame(stdout)) is not None:
+                self._answers.put(frame)
+                if frame[1]:
+                    self._slots.release()
         except (ValueError, OSError):
             pass
         self._answers.put(None)
 
     def submit(self, pages: Sequence[tuple[str, str, str | None, str]]) -> None:
         """Queue one write batch's Pages (slug, title, summary, body) for analysis, then
-        the grouping of its postings (`grouped`)."""
+        the grouping of its postings (`group`)."""
         with self._lock:
             for start in range(0, len(pages), CHUNK):
                 chunk = _Chunk(
-                    self._chunks, self._batches, list(pages[start : start + CHUNK]), start, []
+                    self._chunks, self._batches, list(pages[start : start + CHUNK]), start
                 )
                 self._queued.append(chunk)
                 self._chunks += 1
-            self._queued.append(_Chunk(-1, self._batches, [], 0, []))
+            self._queued.append(_Chunk(-1, self._batches, [], 0))
             self._batches += 1
             self._lock.notify_all()
 
@@ -235,23 +253,18 @@ class AnalysisWorker:
         return next(self._current)
 
     def _analyze(self, chunk: _Chunk) -> None:
-        """Analyze `chunk` (taken from the queue, `_analyzing` counted) here; its postings
-        go with its batch's grouping request, still queued."""
-        try:
-            new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
-            analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
-            self._done[chunk.number] = without_postings(analyzed, chunk.start)
-            with self._lock:
-                request = next(
-                    (r for r in self._queued if r.number < 0 and r.batch == chunk.batch), None
-                )
-                if request is None:  # sent without this chunk's postings: never
-                    raise RuntimeError("a batch's grouping request left before its postings")
-                request.held.append(held(analyzed, chunk.start))
-        finally:
-            with self._lock:
-                self._analyzing -= 1
-                self._lock.notify_all()
+        """Analyze `chunk` (taken from the queue) here; its postings go with its batch's
+        grouping request, still queued (it leaves once the batch's rows are written)."""
+        new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
+        analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
+        self._done[chunk.number] = without_postings(analyzed, chunk.start)
+        with self._lock:
+            request = next(
+                (r for r in self._queued if r.number < 0 and r.batch == chunk.batch), None
+            )
+            if request is None:  # sent without this chunk's postings: never
+                raise RuntimeError("a batch's grouping request left before its postings")
+            request.held.append(held(analyzed, chunk.start))
 
     def _chunk(self) -> AnalyzedChunk:
         number = self._next
@@ -268,8 +281,6 @@ class AnalysisWorker:
                     mine = self._queued.popleft()
                 else:
                     mine = None
-                if mine is not None:
-                    self._analyzing += 1
             if mine is None:
                 break  # sent: wait for the worker's answer
             self._analyze(mine)
@@ -290,30 +301,62 @@ class AnalysisWorker:
         queued.append(request)
         return chunk
 
-    def grouped(self) -> Part:
-        """The postings of the batch whose Pages were all taken (`take`), as the worker
-        grouped them (those of the chunks analyzed here too)."""
-        answer: Part = self._answer(-1)
-        return answer
+    def group(self, placed: Placed) -> tuple[tuple[list[str], list[str]], Iterator[EncodedPart]]:
+        """A `Grouper` for the batch whose Pages were all taken (`take`): sends its request
+        to group with the documents written (`placed`); the batch's words, then its
+        postings (those of the chunks analyzed here too) grouped and encoded by the worker,
+        part after part, as they are read. Read them all before the next batch's."""
+        with self._lock:
+            request = next((r for r in self._queued if r.number < 0), None)
+            if request is None or request.placed is not None:
+                raise RuntimeError("no batch is waiting to be grouped")
+            request.placed = placed
+            self._lock.notify_all()
+        words, last = self._frame(-1)
+        if last:
+            raise WikiError("internal_error", "the page analysis process answered out of step")
+        return words, self._parts()
+
+    def _parts(self) -> Iterator[EncodedPart]:
+        while True:
+            part, last = self._frame(-1)
+            if last:
+                return
+            yield part
+
+    def discard(self) -> None:
+        """The batch whose Pages were all taken is not written (every Page unchanged):
+        the worker drops its postings."""
+        _words, parts = self.group(_NOTHING_PLACED)
+        for _part in parts:
+            raise WikiError("internal_error", "the page analysis process answered out of step")
 
     def _answer(self, number: int) -> Any:
-        """The worker's next answer, which must be the one to the request `number`."""
-        data = self._answers.get()
+        """The worker's answer to the request `number`, which must be its next."""
+        value, last = self._frame(number)
+        if not last:
+            raise WikiError("internal_error", "the page analysis process answered out of step")
+        return value
+
+    def _frame(self, number: int) -> tuple[Any, bool]:
+        """The worker's next answer frame, which must answer the request `number`, and
+        whether it is that request's last."""
+        frame = self._answers.get()
         with self._lock:
-            chunk = self._sent.popleft()
-        if data is None:
+            chunk = self._sent[0] if frame is not None and not frame[1] else self._sent.popleft()
+        if frame is None:
             code = self._process.poll()
             raise WikiError(
                 "internal_error",
                 f"the page analysis process ended unexpectedly (exit status {code}); "
                 "batches written before stay",
             )
-        status, value = pickle.loads(data)
+        status, value = pickle.loads(frame[0])
         if status != "ok":
             raise WikiError("internal_error", f"the page analysis process failed:\n{value}")
         if chunk.number != number or (number >= 0 and len(value.pages) != len(chunk.pages)):
             raise WikiError("internal_error", "the page analysis process answered out of step")
-        return value
+        return value, frame[1]
 
     def _split(self, chunk: AnalyzedChunk) -> Iterator[Analyzed]:
         if chunk.held < 0:

@@ -16,7 +16,7 @@ import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from itertools import accumulate, compress, islice, repeat
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
@@ -47,10 +47,12 @@ __all__ = [
     "MAX_SEGMENTS",
     "SNIPPET_SCAN",
     "BatchAnalyzer",
+    "EncodedPart",
     "Grouped",
     "HeldPostings",
     "IndexBuffer",
     "PageAnalysis",
+    "Placed",
     "ascii_words",
     "group_postings",
     "index_doc",
@@ -144,6 +146,28 @@ _TERM = "\x00"
 """Marks a buffer key that is an index term already (else it is a body word to stem)."""
 
 
+EncodedPart = tuple[list[str], list[int], list[bytes]]
+"""Some of a batch's terms (sorted; a part's come after the previous part's), each with its
+number of documents (the dead ones included: their unindexing subtracted them) and its live
+postings' blob (b"": none)."""
+
+
+class Placed(NamedTuple):
+    """The documents of a bulk import's batch written so far: their places among its Pages,
+    doc ids and lengths (aligned); and the doc ids taken out again (`IndexBuffer.dead`)."""
+
+    at: array[int]
+    ids: array[int]
+    lengths: array[int]
+    dead: list[int]
+
+
+Grouper = Callable[[Placed], tuple[tuple[list[str], list[str]], Iterator[EncodedPart]]]
+"""Groups the postings an analysis process keeps for a batch (`HeldPostings.group`), given
+the documents written: the body words among their keys with their stems at once, then the
+postings grouped by term and encoded, part after part, as they are read."""
+
+
 class IndexBuffer:
     """Postings, frequencies, vocabulary words and statistics of one write transaction.
 
@@ -155,9 +179,9 @@ class IndexBuffer:
     The flush stems each distinct word of the batch once and groups the postings by term,
     summing the counts of words sharing a stem (`cache`, `caching`) and keeping the earliest
     first offset. A document's postings count towards its terms' frequencies at the flush
-    (`df` holds what documents taken out subtract). A bulk import's postings come grouped by
-    its analysis process instead (`add_part`), its documents placed (`add_placed`) as their
-    rows are written.
+    (`df` holds what documents taken out subtract). A bulk import's postings are kept by its
+    analysis process instead (`add_part`), which groups and encodes them at the flush, given
+    the documents placed (`add_placed`) as their rows were written.
     """
 
     def __init__(self) -> None:
@@ -179,8 +203,8 @@ class IndexBuffer:
         self.doc_keys: array[int] = array("i")
         self.doc_lengths: array[int] = array("i")
         """Per document: its id, how many postings it added, its length."""
-        self.part: Grouped | None = None
-        """Postings an analysis process grouped for this batch (`add_part`)."""
+        self.part: Grouper | None = None
+        """Groups the postings an analysis process keeps for this batch (`add_part`)."""
         self.placed_at: array[int] = array("i")
         self.placed_ids: array[int] = array("i")
         self.placed_lengths: array[int] = array("i")
@@ -206,7 +230,7 @@ class IndexBuffer:
             self._number()
 
     def add_placed(self, doc_id: int, length: int, place: int, pairs: list[str]) -> None:
-        """One document whose postings an analysis process keeps and groups (`add_part`):
+        """One document whose postings an analysis process keeps (`add_part`):
         `place` is its place among them; `pairs` the words and terms its analysis learnt
         (word, term, word, term…)."""
         self.placed_at.append(place)
@@ -215,14 +239,13 @@ class IndexBuffer:
         if pairs:
             self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
 
-    def add_part(self, part: Grouped, words: tuple[list[str], list[str]]) -> None:
-        """The postings an analysis process grouped for this batch (`HeldPostings.group`)
-        and the body words among their keys with their stems. Its documents not placed
-        (`add_placed`) are not written: their postings are left out."""
+    def add_part(self, grouper: Grouper) -> None:
+        """This batch's postings are kept by an analysis process: `grouper` groups and
+        encodes them at the flush. Those of its Pages not placed (`add_placed`) are not
+        written: their postings are left out."""
         if self.part is not None:
             raise RuntimeError("an index buffer got two grouped parts")
-        self.part = part
-        self.words.update(zip(*words, strict=True))
+        self.part = grouper
 
     def _number(self) -> None:
         """Give the pending keys their numbers: one dictionary step a posting, in C (a key
@@ -243,14 +266,26 @@ class IndexBuffer:
         seen = self.words
         return list(self.keys.values()), [seen[k] if k[0] != _TERM else k[1:] for k in keys]
 
-    def _grouped(self) -> tuple[list[str], list[int], list[bytes]]:
-        """Every term of the buffer (sorted), its number of documents (the dead ones
-        included: their unindexing subtracted them) and its live postings' blob (b"": none)."""
-        if not self.doc_ids and not self.placed_ids:
-            return [], [], []
+    def _parts(self) -> Iterator[EncodedPart]:
+        """The buffer's postings grouped by term and encoded, part after part; `words` is
+        complete once this returns (the new body words stemmed, or the analysis process's
+        words added)."""
+        if self.part is not None:
+            if self.kids:
+                raise RuntimeError("an index buffer got postings both grouped and not")
+            placed = Placed(self.placed_at, self.placed_ids, self.placed_lengths, sorted(self.dead))
+            words, parts = self.part(placed)
+            self.words.update(zip(*words, strict=True))
+            return parts
+        if not self.doc_ids:
+            return iter(())
         numbers, key_terms = self._key_terms()
-        if self.part is not None or len(self.kids) >= VECTOR_POSTINGS:
-            return _grouped_numpy(self, numbers, key_terms)
+        if len(self.kids) >= VECTOR_POSTINGS:
+            return _parts_numpy(self, numbers, key_terms)
+        return iter([self._grouped(numbers, key_terms)])
+
+    def _grouped(self, numbers: list[int], key_terms: list[str]) -> EncodedPart:
+        """`_parts` without numpy (a small write): one part."""
         term_of = dict(zip(numbers, key_terms, strict=True))
         by_term: dict[str, dict[int, list[int]]] = {}
         lengths: dict[int, int] = {}
@@ -293,56 +328,15 @@ class IndexBuffer:
         whose typo-index and `search_words` rows it wrote. `recorded` are words an earlier
         transaction of this writer already wrote those rows for (a word's stem never
         changes): they are not written again. `crowding` False says no term can pass
-        `MAX_SEGMENTS` segments yet: the terms written are not looked up for a merge."""
+        `MAX_SEGMENTS` segments yet: the terms written are not looked up for a merge.
+
+        The words are written first: an analysis process groups and encodes the postings
+        meanwhile, and each part of them is written as it comes."""
         heads: dict[str, list[int]] = self.heads
         dead = self.dead
         df = self.df
         taken_out = len(df)  # terms of documents `unindex_doc` took out
-        terms, counts, blobs = self._grouped()
-        if taken_out:
-            for term, count in zip(terms, counts, strict=True):
-                df[term] += count
-        else:
-            df.update(dict(zip(terms, counts, strict=True)))
-        if dead:
-            heads = {term: [d for d in ids if d not in dead] for term, ids in heads.items()}
-        packed = {term: pack(ids) for term, ids in heads.items()}
-        # The batch's terms with live postings (b"": every posting of the term is dead).
-        written = list(compress(terms, blobs))
-        if written:
-            conn.executemany(
-                "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
-                zip(
-                    written, repeat(self.first_doc, len(written)), filter(None, blobs),
-                    map(packed.get, written, repeat(b"")), strict=True,
-                ),
-            )  # fmt: skip
-        added = set(written)
-        # With no document taken out, `df` holds `terms` only (sorted), each in a document.
-        changes = sorted(term for term in df if df[term] or term in added) if taken_out else terms
-        if changes:
-            conn.executemany(
-                "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, ?) ON CONFLICT (term) "
-                "DO UPDATE SET df = df + excluded.df, segs = segs + excluded.segs",
-                zip(
-                    changes,
-                    map(df.__getitem__, changes),
-                    map(int, map(added.__contains__, changes)),
-                    strict=True,
-                ),
-            )
-            gone = [(term,) for term in changes if df[term] < 0] if taken_out else []
-            if gone:
-                conn.executemany("DELETE FROM search_terms WHERE term = ? AND df <= 0", gone)
-                conn.executemany(
-                    "DELETE FROM search_segments WHERE term = ? "
-                    "AND NOT EXISTS (SELECT 1 FROM search_terms WHERE term = ?)",
-                    [(term, term) for (term,) in gone],
-                )
-            if added and crowding:
-                grown = list(filter(added.__contains__, changes))
-                last = max(self.doc_ids[-1:] + self.placed_ids[-1:])
-                _merge_segments(conn, grown, last + 1)
+        parts = self._parts()
         words = self.words
         if recorded:
             for word in words.keys() & recorded:
@@ -351,6 +345,48 @@ class IndexBuffer:
         pairs = sorted(compress(words.items(), map(operator.ne, words, words.values())))
         if pairs:
             conn.executemany("INSERT OR IGNORE INTO search_words (word, term) VALUES (?, ?)", pairs)
+        if dead:
+            heads = {term: [d for d in ids if d not in dead] for term, ids in heads.items()}
+        packed = {term: pack(ids) for term, ids in heads.items()}
+        grown: list[str] = []
+        """The batch's terms with live postings, sorted (b"": every posting of the term is
+        dead)."""
+        for terms, counts, blobs in parts:
+            written = list(compress(terms, blobs))
+            if written:
+                conn.executemany(
+                    "INSERT INTO search_segments (term, seg, postings, heads) VALUES (?, ?, ?, ?)",
+                    zip(
+                        written, repeat(self.first_doc, len(written)), filter(None, blobs),
+                        map(packed.get, written, repeat(b"")), strict=True,
+                    ),
+                )  # fmt: skip
+            grown.extend(written)
+            if taken_out:
+                for term, count in zip(terms, counts, strict=True):
+                    df[term] += count
+            elif terms:
+                # With no document taken out, each term of the part is in a document.
+                _add_terms(conn, terms, counts, map(bool, blobs))
+        if taken_out:
+            added = set(grown)
+            changes = sorted(term for term in df if df[term] or term in added)
+            if changes:
+                _add_terms(
+                    conn, changes, map(df.__getitem__, changes), map(added.__contains__, changes)
+                )
+                gone = [(term,) for term in changes if df[term] < 0]
+                if gone:
+                    conn.executemany("DELETE FROM search_terms WHERE term = ? AND df <= 0", gone)
+                    conn.executemany(
+                        "DELETE FROM search_segments WHERE term = ? "
+                        "AND NOT EXISTS (SELECT 1 FROM search_terms WHERE term = ?)",
+                        [(term, term) for (term,) in gone],
+                    )
+            grown = list(filter(added.__contains__, changes))
+        if grown and crowding:
+            last = max(self.doc_ids[-1:] + self.placed_ids[-1:])
+            _merge_segments(conn, grown, last + 1)
         if self.docs or self.length:
             conn.executemany(
                 "INSERT INTO search_stats (key, value) VALUES (?, ?) "
@@ -359,6 +395,17 @@ class IndexBuffer:
             )
         self._reset()
         return list(words)
+
+
+def _add_terms(
+    conn: sqlite3.Connection, terms: list[str], counts: Iterable[int], segment: Iterable[bool]
+) -> None:
+    """Add to `terms`' frequencies (`counts`) and, where `segment`, one segment each."""
+    conn.executemany(
+        "INSERT INTO search_terms (term, df, segs) VALUES (?, ?, ?) ON CONFLICT (term) "
+        "DO UPDATE SET df = df + excluded.df, segs = segs + excluded.segs",
+        zip(terms, counts, map(int, segment), strict=True),
+    )
 
 
 def _numpy() -> Any:
@@ -432,40 +479,32 @@ def group_postings(
     return Grouped(terms, g_ranks, g_at, g_tws, g_firsts, len(per_doc))
 
 
-def _grouped_numpy(
+def _parts_numpy(
     buffer: IndexBuffer, numbers: list[int], key_terms: list[str]
-) -> tuple[list[str], list[int], list[bytes]]:
-    """`IndexBuffer._grouped` with numpy: the buffer's postings grouped by term (the
-    postings of one document's words sharing a stem summed), or those an analysis process
-    grouped (`IndexBuffer.add_part`: a bulk import's, whose documents are placed)."""
+) -> Iterator[EncodedPart]:
+    """`IndexBuffer._parts` with numpy: the buffer's postings grouped by term (the postings
+    of one document's words sharing a stem summed)."""
     np = _numpy()
-    if buffer.part is None:
-        doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
-        if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
-            raise RuntimeError("an index buffer's documents are not in ascending id order")
-        columns = (buffer.kids, buffer.tws, buffer.firsts)
-        grouped = group_postings(numbers, key_terms, columns, buffer.doc_keys)
-        return _written(grouped, doc_ids, np.frombuffer(buffer.doc_lengths, np.int32), buffer.dead)
-    if buffer.kids:
-        raise RuntimeError("an index buffer got postings both grouped and not")
-    places = np.frombuffer(buffer.placed_at, np.int32)
-    ids_of = np.full(buffer.part.docs, -1, dtype=np.int32)
-    ids_of[places] = np.frombuffer(buffer.placed_ids, np.int32)
-    lengths_of = np.zeros(buffer.part.docs, dtype=np.int32)
-    lengths_of[places] = np.frombuffer(buffer.placed_lengths, np.int32)
-    return _written(buffer.part, ids_of, lengths_of, buffer.dead)
+    doc_ids = np.frombuffer(buffer.doc_ids, np.int32)
+    if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
+        raise RuntimeError("an index buffer's documents are not in ascending id order")
+    columns = (buffer.kids, buffer.tws, buffer.firsts)
+    grouped = group_postings(numbers, key_terms, columns, buffer.doc_keys)
+    lengths = np.frombuffer(buffer.doc_lengths, np.int32)
+    return encoded_parts(grouped, doc_ids, lengths, sorted(buffer.dead))
 
 
-def _written(
-    grouped: Grouped, ids_of: Any, lengths_of: Any, dead: Set[int]
-) -> tuple[list[str], list[int], list[bytes]]:
-    """`_grouped_numpy`'s answer from `grouped`, given the doc id (−1: the document was not
-    written, an unchanged Page) and the length of the document at each place."""
+def encoded_parts(
+    grouped: Grouped, ids_of: Any, lengths_of: Any, dead: list[int]
+) -> Iterator[EncodedPart]:
+    """`grouped`'s postings encoded, given the doc id (−1: the document was not written, an
+    unchanged Page) and the length of the document at each place: parts of about
+    `ENCODE_CHUNK` postings, whose temporaries stay small whatever the batch. A term only
+    in documents not written is left out."""
     np = _numpy()
     terms = grouped.terms
     ranks, ids, lengths = grouped.ranks, ids_of[grouped.at], lengths_of[grouped.at]
-    # int16 when they came through the pipe (`HeldPostings.group`).
-    tws, firsts = (column.astype(np.int32, copy=False) for column in (grouped.tws, grouped.firsts))
+    tws, firsts = grouped.tws, grouped.firsts
     written = ids >= 0
     if not bool(written.all()):
         ranks, ids, tws, firsts, lengths = (
@@ -473,18 +512,36 @@ def _written(
         )
     counts = np.bincount(ranks, minlength=len(terms))
     if dead:
-        keep = ~np.isin(ids, np.asarray(sorted(dead), dtype=np.int32))
+        keep = ~np.isin(ids, np.asarray(dead, dtype=np.int32))
         ranks, ids, tws, firsts, lengths = (
             column[keep] for column in (ranks, ids, tws, firsts, lengths)
         )
     live = np.bincount(ranks, minlength=len(terms))
-    blobs = _encode_grouped(live, ids, tws, lengths, firsts)
-    present = counts > 0
-    if not bool(present.all()):  # terms of Pages not written only
-        kept = present.tolist()
-        terms, blobs = list(compress(terms, kept)), list(compress(blobs, kept))
-        counts = counts[present]
-    return terms, counts.tolist(), blobs
+    del ranks
+    ends = np.cumsum(live)
+    first_term = 0
+    while first_term < len(terms):
+        begin = int(ends[first_term] - live[first_term])
+        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
+        end = int(ends[last - 1])
+        sizes = live[first_term:last]
+        present = np.flatnonzero(sizes)
+        blobs = [b""] * (last - first_term)
+        if len(present):
+            encoded = encode_batch(
+                sizes[present], ids[begin:end], tws[begin:end], lengths[begin:end],
+                firsts[begin:end],
+            )  # fmt: skip
+            for at, blob in zip(present.tolist(), encoded, strict=True):
+                blobs[at] = blob
+        part_counts = counts[first_term:last]
+        kept = (part_counts > 0).tolist()
+        yield (
+            list(compress(terms[first_term:last], kept)),
+            part_counts[part_counts > 0].tolist(),
+            list(compress(blobs, kept)),
+        )
+        first_term = last
 
 
 def _encode_grouped(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> list[bytes]:
@@ -1401,8 +1458,8 @@ class HeldPostings:
     """The postings of one write batch's chunks, kept by the analysis process and grouped
     by term when the batch ends (`group`): those of the chunks it analyzed, and those of
     the chunks the writer analyzed itself, sent with the request to group. The writer gets
-    them grouped (`IndexBuffer.add_part`) and never groups postings itself. A Page is told
-    by its place in the batch, whichever process analyzed it."""
+    them grouped and encoded (`IndexBuffer.add_part`) and never groups postings itself. A
+    Page is told by its place in the batch, whichever process analyzed it."""
 
     def __init__(self) -> None:
         self.chunks: list[Held] = []
@@ -1414,12 +1471,17 @@ class HeldPostings:
     def hold(self, chunk: Held) -> None:
         self.chunks.append(chunk)
 
-    def group(self) -> tuple[Grouped, tuple[list[str], list[str]]]:
-        """The held postings grouped, and the body words among their keys (those in a
-        posting: not a stop word) with their stems; then nothing is held."""
+    def group(self, placed: Placed) -> tuple[tuple[list[str], list[str]], Iterator[EncodedPart]]:
+        """A `Grouper`: the body words among the held postings' keys (those in a posting:
+        not a stop word) with their stems, at once; then, as they are read, the postings
+        of the documents `placed` grouped and encoded (`encoded_parts`). Nothing is held
+        afterwards; when no document was written (every Page unchanged), nothing is
+        grouped."""
         np = _numpy()
         chunks = sorted(self.chunks, key=operator.itemgetter(0))  # in the batch's order
         self.chunks = []
+        if not placed.at:
+            return ([], []), iter(())
         columns: tuple[array[int], array[int], array[int]] = (array("i"), array("i"), array("i"))
         per_doc: array[int] = array("i")
         places: array[int] = array("i")
@@ -1448,23 +1510,36 @@ class HeldPostings:
                 terms = list(map(terms.__getitem__, at))
                 keys = list(map(keys.__getitem__, at))
                 flags = bytearray(map(flags.__getitem__, at))
-        grouped = group_postings(numbers, terms, columns, per_doc)
-        place_of = np.frombuffer(places, np.int32)
-        grouped = grouped._replace(
-            at=place_of[grouped.at], docs=int(place_of[-1]) + 1 if len(place_of) else 0
-        )
-        # Sent through a pipe: columns whose values fit in 16 bits go as such.
-        at, tws, firsts = (
-            column.astype(np.int16) if len(column) and _fits_16(column) else column
-            for column in (grouped.at, grouped.tws, grouped.firsts)
-        )
-        grouped = grouped._replace(at=at, tws=tws, firsts=firsts)
         words = (list(compress(keys, flags)), list(compress(terms, flags)))
-        return grouped, words
+        del keys, flags
+        return words, _placed_parts(numbers, terms, columns, per_doc, places, placed)
 
 
-def _fits_16(column: Any) -> bool:
-    return int(column.min()) >= -(1 << 15) and int(column.max()) < 1 << 15
+def _placed_parts(
+    numbers: array[int],
+    terms: list[str],
+    columns: tuple[array[int], array[int], array[int]],
+    per_doc: array[int],
+    places: array[int],
+    placed: Placed,
+) -> Iterator[EncodedPart]:
+    """`HeldPostings.group`'s parts: the postings of the documents at `places` grouped,
+    and encoded with the doc ids and lengths of those `placed`."""
+    np = _numpy()
+    grouped = group_postings(numbers, terms, columns, per_doc)
+    del numbers, terms, columns
+    place_of = np.frombuffer(places, np.int32)
+    docs = int(place_of[-1]) + 1 if len(place_of) else 0
+    at = np.frombuffer(placed.at, np.int32)
+    if len(at) and (int(at.min()) < 0 or int(at.max()) >= docs):
+        raise RuntimeError("a Page was placed outside its batch")
+    ids_of = np.full(docs, -1, dtype=np.int32)
+    ids_of[at] = np.frombuffer(placed.ids, np.int32)
+    lengths_of = np.zeros(docs, dtype=np.int32)
+    lengths_of[at] = np.frombuffer(placed.lengths, np.int32)
+    yield from encoded_parts(
+        grouped._replace(at=place_of[grouped.at], docs=docs), ids_of, lengths_of, placed.dead
+    )
 
 
 def index_placed_page(

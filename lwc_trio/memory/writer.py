@@ -564,11 +564,15 @@ class Wiki:
                             upcoming = batches.peek()
                             if upcoming:
                                 worker.submit(_texts(upcoming))
-                            assert self._buffer is not None
-                            self._buffer.add_part(*worker.grouped())
                         if all(outcome == "unchanged" for outcome in outcomes):
                             # Nothing changed: roll back so the revision does not move.
+                            if worker is not None:
+                                worker.discard()
                             raise _NothingToDo()
+                        if worker is not None:
+                            # The worker groups and encodes the postings at the flush.
+                            assert self._buffer is not None
+                            self._buffer.add_part(worker.group)
                 except _NothingToDo:
                     pass
                 for outcome in outcomes:
