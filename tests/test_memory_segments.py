@@ -777,7 +777,7 @@ def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process
                 split.add_placed(doc_id(place), analysis.length, place, analysis.pairs)
     for chunk in reversed(theirs):
         kept.hold(chunk)
-    split.add_part(kept.group)
+    split.add_part(kept.group())
 
     expected = _joined(in_process)
     monkeypatch.setattr(indexer, "ENCODE_CHUNK", encode_chunk)
@@ -815,7 +815,7 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
             kept.hold(held(analyzed, start))
             for place, analysis in enumerate(analyzed.pages, start):
                 buffer.add_placed(place + 1, analysis.length, place, analysis.pairs)
-        buffer.add_part(kept.group)
+        buffer.add_part(kept.group())
         return _joined(buffer), buffer.words
 
     expected = analyzed_batch()

@@ -40,6 +40,7 @@ from lwc_trio.memory.indexer import (
     BatchAnalyzer,
     EncodedPart,
     Held,
+    HeldBatch,
     HeldPostings,
     PageAnalysis,
     Placed,
@@ -57,6 +58,9 @@ _FRAME = struct.Struct("<QB")
 """A frame's header: its length, and 1 when it is its request's last answer."""
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _NOTHING_PLACED = Placed(array("i"), array("i"), array("i"), [])
+_GROUP, _PLACE = -1, -2
+"""The numbers of a batch's two last requests: group its postings (sent once every chunk
+is analyzed), then encode them for the documents written (sent once they are)."""
 
 
 class Analyzed(NamedTuple):
@@ -68,8 +72,8 @@ class Analyzed(NamedTuple):
 
 
 class _Chunk:
-    """A request to the worker: a chunk of a batch's Pages to analyze, or (`number` −1)
-    the request to group the batch's postings (`AnalysisWorker.group`)."""
+    """A request to the worker: a chunk of a batch's Pages to analyze, or one of the
+    batch's two last requests (`_GROUP`, `_PLACE`: `AnalysisWorker.batch`)."""
 
     __slots__ = ("batch", "held", "number", "pages", "placed", "start")
 
@@ -82,9 +86,9 @@ class _Chunk:
         self.start = start
         """The place of its first Page in the batch."""
         self.held: list[Held] = []
-        """A grouping request's: the postings of the batch's chunks analyzed here."""
+        """`_GROUP`'s: the postings of the batch's chunks analyzed here."""
         self.placed: Placed | None = None
-        """A grouping request's: the documents written. It is sent once they are known."""
+        """`_PLACE`'s: the documents written. It is sent once they are known."""
 
 
 def _read_frame(stream: IO[bytes]) -> tuple[bytes, bool] | None:
@@ -110,19 +114,32 @@ def main() -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     analyzer = BatchAnalyzer(first=0)
     kept = HeldPostings()
+    batch: HeldBatch | None = None
+    failed: str | None = None
+    """The batch's grouping failed after its words were sent: `_PLACE`'s answer."""
     while (request := _read_frame(stdin)) is not None:
-        new_batch, pages, start, theirs, placed = pickle.loads(request[0])
+        number, new_batch, pages, start, theirs, placed = pickle.loads(request[0])
         try:
-            if pages is None:  # the batch ends: its postings grouped, the writer's too
+            if number == _GROUP:  # every chunk analyzed: the writer's postings come too
                 for chunk in theirs:
                     kept.hold(chunk)
-                # The words at once (the writer writes them meanwhile), then each part.
-                words, parts = kept.group(placed)
-                _write_frame(stdout, ("ok", words), last=False)
+                batch = kept.group()
+                _write_frame(stdout, ("ok", batch.words()))
+                try:
+                    batch.group()  # while the writer writes the batch's last rows
+                except Exception:
+                    failed = traceback.format_exc(limit=5)
+                continue
+            if number == _PLACE:  # the documents written: the postings encoded, in parts
+                if failed is not None:
+                    raise RuntimeError(failed)
+                if batch is None:
+                    raise RuntimeError("a batch's documents came before its postings")
+                parts, batch = batch.parts(placed), None
                 for part in parts:
                     _write_frame(stdout, ("ok", part), last=False)
                 answer: tuple[str, Any] = ("ok", None)
-            elif new_batch and len(kept):
+            elif new_batch and (len(kept) or batch is not None):
                 raise RuntimeError("a write batch began before the last one was grouped")
             else:
                 analyzed = analyzer.chunk(pages, new_batch=new_batch)
@@ -138,7 +155,7 @@ def main() -> int:
 
 class AnalysisWorker:
     """The parent's side: `submit` a write batch's Pages, `take` their analyses in order,
-    then have the worker group and encode the batch's postings (`group`, a `Grouper`).
+    then have the worker group and encode the batch's postings (`batch`, a `GroupedBatch`).
 
     A feeder thread sends the chunks (two at a time at most: the worker is never idle, and
     the rest stay here) and a reader thread collects the answers, so neither process ever
@@ -146,12 +163,13 @@ class AnalysisWorker:
     not answered yet, it analyzes one of the chunks not sent yet itself (the last one, or
     the one it needs) instead of waiting: both cores analyze until the writer has rows to
     write. The worker keeps the postings of the chunks it analyzed; those of the chunks
-    analyzed here go with the request to group (queued after the batch's chunks, sent with
-    the documents written once the batch's rows are). The worker answers with the batch's
-    words at once, which the writer writes while the worker groups the postings by term,
-    then with the postings encoded, part after part, each written as it comes: the second
-    core does that part of the flush too. The parent submits at most one batch ahead of
-    the one it writes, which bounds what is held in memory."""
+    analyzed here go with the request to group (`_GROUP`, queued after the batch's chunks
+    and sent once none of them is being analyzed here). The worker answers with the batch's
+    words and groups the postings by term while the writer still writes the batch's rows;
+    at the flush the writer sends the documents written (`_PLACE`), writes the words, and
+    writes the postings the worker encodes meanwhile, part after part, as they come: the
+    second core does that part of the flush too. The parent submits at most one batch ahead
+    of the one it writes, which bounds what is held in memory."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
@@ -177,6 +195,9 @@ class AnalysisWorker:
         self._local_batch = -1
         self._done: dict[int, AnalyzedChunk] = {}
         """Chunks `take` analyzed itself, by number (their postings go to the worker)."""
+        self._analyzing = 0
+        """Chunks taken from the queue and being analyzed here: the batch's `_GROUP`
+        request waits for their postings."""
         self._batches = 0
         self._chunks = 0
         self._next = 0
@@ -197,20 +218,20 @@ class AnalysisWorker:
             while True:
                 self._slots.acquire()
                 with self._lock:
-                    while not self._closing and (
-                        not self._queued
-                        or (self._queued[0].number < 0 and self._queued[0].placed is None)
-                    ):
+                    while not self._closing and (not self._queued or self._waits(self._queued[0])):
                         self._lock.wait()
                     if self._closing:
                         return
                     chunk = self._queued.popleft()
                     self._sent.append(chunk)
                 new_batch, batch = chunk.batch != batch, chunk.batch
-                request: tuple[bool, Any, int, list[Held], Placed | None] = (
-                    (new_batch, chunk.pages, chunk.start, [], None)
-                    if chunk.number >= 0
-                    else (new_batch, None, 0, chunk.held, chunk.placed)
+                request = (
+                    chunk.number,
+                    new_batch,
+                    chunk.pages,
+                    chunk.start,
+                    chunk.held,
+                    chunk.placed,
                 )
                 _write_frame(stdin, request)
         except (BrokenPipeError, ValueError, OSError):
@@ -218,6 +239,12 @@ class AnalysisWorker:
         finally:
             with contextlib.suppress(OSError):
                 stdin.close()
+
+    def _waits(self, chunk: _Chunk) -> bool:
+        """Whether the request `chunk`, first in the queue, must wait (the lock held)."""
+        if chunk.number == _GROUP:
+            return self._analyzing > 0
+        return chunk.number == _PLACE and chunk.placed is None
 
     def _collect(self) -> None:
         stdout = self._process.stdout
@@ -233,7 +260,7 @@ class AnalysisWorker:
 
     def submit(self, pages: Sequence[tuple[str, str, str | None, str]]) -> None:
         """Queue one write batch's Pages (slug, title, summary, body) for analysis, then
-        the grouping of its postings (`group`)."""
+        the grouping of its postings (`batch`)."""
         with self._lock:
             for start in range(0, len(pages), CHUNK):
                 chunk = _Chunk(
@@ -241,7 +268,8 @@ class AnalysisWorker:
                 )
                 self._queued.append(chunk)
                 self._chunks += 1
-            self._queued.append(_Chunk(-1, self._batches, [], 0))
+            self._queued.append(_Chunk(_GROUP, self._batches, [], 0))
+            self._queued.append(_Chunk(_PLACE, self._batches, [], 0))
             self._batches += 1
             self._lock.notify_all()
 
@@ -253,18 +281,24 @@ class AnalysisWorker:
         return next(self._current)
 
     def _analyze(self, chunk: _Chunk) -> None:
-        """Analyze `chunk` (taken from the queue) here; its postings go with its batch's
-        grouping request, still queued (it leaves once the batch's rows are written)."""
-        new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
-        analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
-        self._done[chunk.number] = without_postings(analyzed, chunk.start)
-        with self._lock:
-            request = next(
-                (r for r in self._queued if r.number < 0 and r.batch == chunk.batch), None
-            )
-            if request is None:  # sent without this chunk's postings: never
-                raise RuntimeError("a batch's grouping request left before its postings")
-            request.held.append(held(analyzed, chunk.start))
+        """Analyze `chunk` (taken from the queue, `_analyzing` counted) here; its postings
+        go with its batch's `_GROUP` request, still queued."""
+        try:
+            new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
+            analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
+            self._done[chunk.number] = without_postings(analyzed, chunk.start)
+            with self._lock:
+                request = next(
+                    (r for r in self._queued if r.number == _GROUP and r.batch == chunk.batch),
+                    None,
+                )
+                if request is None:  # sent without this chunk's postings: never
+                    raise RuntimeError("a batch's grouping request left before its postings")
+                request.held.append(held(analyzed, chunk.start))
+        finally:
+            with self._lock:
+                self._analyzing -= 1
+                self._lock.notify_all()
 
     def _chunk(self) -> AnalyzedChunk:
         number = self._next
@@ -281,6 +315,8 @@ class AnalysisWorker:
                     mine = self._queued.popleft()
                 else:
                     mine = None
+                if mine is not None:
+                    self._analyzing += 1
             if mine is None:
                 break  # sent: wait for the worker's answer
             self._analyze(mine)
@@ -291,35 +327,36 @@ class AnalysisWorker:
         return answer
 
     def _last_queued(self) -> _Chunk | None:
-        """Take the last chunk not sent yet, if any: the batch's grouping request, last in
-        the queue, stays there."""
+        """Take the last chunk not sent yet, if any: the batch's two last requests, last in
+        the queue, stay there."""
         queued = self._queued
-        if len(queued) < 2 or queued[-2].number < 0:
+        if len(queued) < 3 or queued[-3].number < 0:
             return None
-        request = queued.pop()
+        ends = queued.pop(), queued.pop()
         chunk = queued.pop()
-        queued.append(request)
+        queued.extend(reversed(ends))
         return chunk
 
-    def group(self, placed: Placed) -> tuple[tuple[list[str], list[str]], Iterator[EncodedPart]]:
-        """A `Grouper` for the batch whose Pages were all taken (`take`): sends its request
-        to group with the documents written (`placed`); the batch's words, then its
-        postings (those of the chunks analyzed here too) grouped and encoded by the worker,
-        part after part, as they are read. Read them all before the next batch's."""
+    def batch(self) -> _WorkerBatch:
+        """The `GroupedBatch` of the batch whose Pages were all taken (`take`): its
+        postings (those of the chunks analyzed here too) as the worker groups them."""
+        return _WorkerBatch(self)
+
+    def place(self, placed: Placed) -> Iterator[EncodedPart]:
+        """Send the documents written of the batch whose Pages were all taken; its
+        postings encoded by the worker, part after part, read as they are asked for
+        (after its words: `_WorkerBatch.words`)."""
         with self._lock:
-            request = next((r for r in self._queued if r.number < 0), None)
+            request = next((r for r in self._queued if r.number == _PLACE), None)
             if request is None or request.placed is not None:
-                raise RuntimeError("no batch is waiting to be grouped")
+                raise RuntimeError("no batch is waiting for its documents")
             request.placed = placed
             self._lock.notify_all()
-        words, last = self._frame(-1)
-        if last:
-            raise WikiError("internal_error", "the page analysis process answered out of step")
-        return words, self._parts()
+        return self._parts()
 
     def _parts(self) -> Iterator[EncodedPart]:
         while True:
-            part, last = self._frame(-1)
+            part, last = self._frame(_PLACE)
             if last:
                 return
             yield part
@@ -327,7 +364,8 @@ class AnalysisWorker:
     def discard(self) -> None:
         """The batch whose Pages were all taken is not written (every Page unchanged):
         the worker drops its postings."""
-        _words, parts = self.group(_NOTHING_PLACED)
+        parts = self.place(_NOTHING_PLACED)
+        self._answer(_GROUP)
         for _part in parts:
             raise WikiError("internal_error", "the page analysis process answered out of step")
 
@@ -381,6 +419,20 @@ class AnalysisWorker:
             thread.join(timeout=10)
         if self._process.stdout is not None:
             self._process.stdout.close()
+
+
+class _WorkerBatch:
+    """`AnalysisWorker.batch`: a `GroupedBatch` whose postings the worker keeps."""
+
+    def __init__(self, worker: AnalysisWorker) -> None:
+        self._worker = worker
+
+    def words(self) -> tuple[list[str], list[str]]:
+        words: tuple[list[str], list[str]] = self._worker._answer(_GROUP)
+        return words
+
+    def parts(self, placed: Placed) -> Iterator[EncodedPart]:
+        return self._worker.place(placed)
 
 
 if __name__ == "__main__":

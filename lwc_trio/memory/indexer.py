@@ -16,10 +16,10 @@ import sqlite3
 import sys
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from itertools import accumulate, compress, islice, repeat
 from pathlib import PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.links import extract_links
@@ -49,6 +49,7 @@ __all__ = [
     "BatchAnalyzer",
     "EncodedPart",
     "Grouped",
+    "GroupedBatch",
     "HeldPostings",
     "IndexBuffer",
     "PageAnalysis",
@@ -162,10 +163,19 @@ class Placed(NamedTuple):
     dead: list[int]
 
 
-Grouper = Callable[[Placed], tuple[tuple[list[str], list[str]], Iterator[EncodedPart]]]
-"""Groups the postings an analysis process keeps for a batch (`HeldPostings.group`), given
-the documents written: the body words among their keys with their stems at once, then the
-postings grouped by term and encoded, part after part, as they are read."""
+class GroupedBatch(Protocol):
+    """The postings an analysis process keeps for a batch, grouped by term
+    (`HeldPostings.group`, `AnalysisWorker.batch`)."""
+
+    def words(self) -> tuple[list[str], list[str]]:
+        """The body words among their keys (those in a posting: not a stop word) and,
+        aligned, their stems."""
+        ...
+
+    def parts(self, placed: Placed) -> Iterator[EncodedPart]:
+        """The postings of the documents written (`placed`), encoded part after part as
+        they are read (`encoded_parts`); asked for at once, read after `words`."""
+        ...
 
 
 class IndexBuffer:
@@ -203,7 +213,7 @@ class IndexBuffer:
         self.doc_keys: array[int] = array("i")
         self.doc_lengths: array[int] = array("i")
         """Per document: its id, how many postings it added, its length."""
-        self.part: Grouper | None = None
+        self.part: GroupedBatch | None = None
         """Groups the postings an analysis process keeps for this batch (`add_part`)."""
         self.placed_at: array[int] = array("i")
         self.placed_ids: array[int] = array("i")
@@ -239,13 +249,13 @@ class IndexBuffer:
         if pairs:
             self.words.update(zip(pairs[::2], pairs[1::2], strict=True))
 
-    def add_part(self, grouper: Grouper) -> None:
-        """This batch's postings are kept by an analysis process: `grouper` groups and
-        encodes them at the flush. Those of its Pages not placed (`add_placed`) are not
-        written: their postings are left out."""
+    def add_part(self, batch: GroupedBatch) -> None:
+        """This batch's postings are kept by an analysis process, which encodes them at the
+        flush (`batch`). Those of its Pages not placed (`add_placed`) are not written:
+        their postings are left out."""
         if self.part is not None:
             raise RuntimeError("an index buffer got two grouped parts")
-        self.part = grouper
+        self.part = batch
 
     def _number(self) -> None:
         """Give the pending keys their numbers: one dictionary step a posting, in C (a key
@@ -274,8 +284,8 @@ class IndexBuffer:
             if self.kids:
                 raise RuntimeError("an index buffer got postings both grouped and not")
             placed = Placed(self.placed_at, self.placed_ids, self.placed_lengths, sorted(self.dead))
-            words, parts = self.part(placed)
-            self.words.update(zip(*words, strict=True))
+            parts = self.part.parts(placed)  # encoded while the words are written
+            self.words.update(zip(*self.part.words(), strict=True))
             return parts
         if not self.doc_ids:
             return iter(())
@@ -1471,17 +1481,11 @@ class HeldPostings:
     def hold(self, chunk: Held) -> None:
         self.chunks.append(chunk)
 
-    def group(self, placed: Placed) -> tuple[tuple[list[str], list[str]], Iterator[EncodedPart]]:
-        """A `Grouper`: the body words among the held postings' keys (those in a posting:
-        not a stop word) with their stems, at once; then, as they are read, the postings
-        of the documents `placed` grouped and encoded (`encoded_parts`). Nothing is held
-        afterwards; when no document was written (every Page unchanged), nothing is
-        grouped."""
+    def group(self) -> HeldBatch:
+        """The held postings, to be grouped (`HeldBatch`); then nothing is held."""
         np = _numpy()
         chunks = sorted(self.chunks, key=operator.itemgetter(0))  # in the batch's order
         self.chunks = []
-        if not placed.at:
-            return ([], []), iter(())
         columns: tuple[array[int], array[int], array[int]] = (array("i"), array("i"), array("i"))
         per_doc: array[int] = array("i")
         places: array[int] = array("i")
@@ -1511,35 +1515,56 @@ class HeldPostings:
                 keys = list(map(keys.__getitem__, at))
                 flags = bytearray(map(flags.__getitem__, at))
         words = (list(compress(keys, flags)), list(compress(terms, flags)))
-        del keys, flags
-        return words, _placed_parts(numbers, terms, columns, per_doc, places, placed)
+        return HeldBatch(words, (numbers, terms, columns, per_doc), places)
 
 
-def _placed_parts(
-    numbers: array[int],
-    terms: list[str],
-    columns: tuple[array[int], array[int], array[int]],
-    per_doc: array[int],
-    places: array[int],
-    placed: Placed,
-) -> Iterator[EncodedPart]:
-    """`HeldPostings.group`'s parts: the postings of the documents at `places` grouped,
-    and encoded with the doc ids and lengths of those `placed`."""
-    np = _numpy()
-    grouped = group_postings(numbers, terms, columns, per_doc)
-    del numbers, terms, columns
-    place_of = np.frombuffer(places, np.int32)
-    docs = int(place_of[-1]) + 1 if len(place_of) else 0
-    at = np.frombuffer(placed.at, np.int32)
-    if len(at) and (int(at.min()) < 0 or int(at.max()) >= docs):
-        raise RuntimeError("a Page was placed outside its batch")
-    ids_of = np.full(docs, -1, dtype=np.int32)
-    ids_of[at] = np.frombuffer(placed.ids, np.int32)
-    lengths_of = np.zeros(docs, dtype=np.int32)
-    lengths_of[at] = np.frombuffer(placed.lengths, np.int32)
-    yield from encoded_parts(
-        grouped._replace(at=place_of[grouped.at], docs=docs), ids_of, lengths_of, placed.dead
-    )
+class HeldBatch:
+    """A `GroupedBatch` in the analysis process: the batch's words are known at once; its
+    postings are grouped by `group` (the analysis process calls it as soon as it has sent
+    the words, while the writer still writes the batch's last rows) and encoded when the
+    documents written are known (`parts`)."""
+
+    def __init__(
+        self,
+        words: tuple[list[str], list[str]],
+        postings: tuple[array[int], list[str], tuple[array[int], array[int], array[int]], Any],
+        places: array[int],
+    ) -> None:
+        self._words = words
+        self._postings: Any = postings
+        """`group_postings`' arguments until `group` ran."""
+        self._grouped: Grouped | None = None
+        self._places = places
+
+    def words(self) -> tuple[list[str], list[str]]:
+        return self._words
+
+    def group(self) -> None:
+        """Group the postings by term (once), each document told by its place."""
+        if self._grouped is not None:
+            return
+        np = _numpy()
+        grouped = group_postings(*self._postings)
+        self._postings = None
+        place_of = np.frombuffer(self._places, np.int32)
+        docs = int(place_of[-1]) + 1 if len(place_of) else 0
+        self._grouped = grouped._replace(at=place_of[grouped.at], docs=docs)
+
+    def parts(self, placed: Placed) -> Iterator[EncodedPart]:
+        if not placed.at:  # no document written (every Page unchanged)
+            return iter(())
+        self.group()
+        grouped, self._grouped = self._grouped, None
+        assert grouped is not None
+        np = _numpy()
+        at = np.frombuffer(placed.at, np.int32)
+        if int(at.min()) < 0 or int(at.max()) >= grouped.docs:
+            raise RuntimeError("a Page was placed outside its batch")
+        ids_of = np.full(grouped.docs, -1, dtype=np.int32)
+        ids_of[at] = np.frombuffer(placed.ids, np.int32)
+        lengths_of = np.zeros(grouped.docs, dtype=np.int32)
+        lengths_of[at] = np.frombuffer(placed.lengths, np.int32)
+        return encoded_parts(grouped, ids_of, lengths_of, placed.dead)
 
 
 def index_placed_page(

@@ -572,7 +572,7 @@ class Wiki:
                         if worker is not None:
                             # The worker groups and encodes the postings at the flush.
                             assert self._buffer is not None
-                            self._buffer.add_part(worker.group)
+                            self._buffer.add_part(worker.batch())
                 except _NothingToDo:
                     pass
                 for outcome in outcomes:
