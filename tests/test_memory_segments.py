@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest_memory import ask, new_store, page, put_pages
 
-from lwc_trio.exceptions import StoreError
+from lwc_trio.exceptions import StoreError, WikiError
 from lwc_trio.memory import search, vector
 from lwc_trio.memory.indexer import (
     MAX_SEGMENTS,
@@ -612,6 +612,76 @@ def test_a_batch_whose_postings_come_in_several_parts_writes_the_in_process_inde
     assert len(stores[0]["search_segments"]) > 5000
     postings = sum(posting_count(row[2]) for row in stores[0]["search_segments"])
     assert postings > 2 * indexer.ENCODE_CHUNK
+
+
+def _pages_and_docs(db: Path) -> tuple[int, int]:
+    conn = sqlite3.connect(db)
+    try:
+        pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+        docs = conn.execute("SELECT count(*) FROM search_docs").fetchone()[0]
+        return int(pages), int(docs)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("dies_at", [1, 2])
+def test_an_analysis_process_that_dies_fails_only_the_batch_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dies_at: int
+) -> None:
+    """Fault injection: the analysis process is killed as a batch's Pages are all taken
+    (its words and postings not sent yet). That batch fails with `internal_error` and is
+    rolled back; the batches committed before stay, with their index; nothing hangs."""
+    from lwc_trio.memory import analysis
+
+    real_batch = analysis.AnalysisWorker.batch
+    calls: list[int] = []
+
+    def dying_batch(self: analysis.AnalysisWorker) -> Any:
+        calls.append(1)
+        if len(calls) == dies_at:
+            self._process.kill()
+            self._process.wait()
+        return real_batch(self)
+
+    monkeypatch.setattr(analysis.AnalysisWorker, "batch", dying_batch)
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i} " * 20) for i in range(1200)]
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki, pytest.raises(WikiError) as caught:
+        wiki.put_pages(pages, batch=400)
+    assert caught.value.code == "internal_error"
+    assert "ended unexpectedly" in caught.value.message
+    assert _pages_and_docs(db) == (400 * (dies_at - 1), 400 * (dies_at - 1))
+
+
+def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injection: the second batch's documents are sent with a place outside it. The
+    analysis process's error comes back as the answer to the encoding request, after the
+    batch's words: the batch fails with `internal_error` naming the reason and is rolled
+    back, the first one stays."""
+    from lwc_trio.memory import analysis
+    from lwc_trio.memory.indexer import Placed
+
+    real_place = analysis.AnalysisWorker.place
+    calls: list[int] = []
+
+    def misplacing(self: analysis.AnalysisWorker, placed: Placed) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            at = array("i", placed.at)
+            at[0] = 10**6
+            placed = placed._replace(at=at)
+        return real_place(self, placed)
+
+    monkeypatch.setattr(analysis.AnalysisWorker, "place", misplacing)
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i} " * 20) for i in range(1200)]
+    db = new_store(tmp_path)
+    with Wiki(db) as wiki, pytest.raises(WikiError) as caught:
+        wiki.put_pages(pages, batch=400)
+    assert caught.value.code == "internal_error"
+    assert "placed outside its batch" in caught.value.message
+    assert _pages_and_docs(db) == (400, 400)
 
 
 @pytest.mark.parametrize("ids", [[3, 4, 5, 9], [1, 2**31 - 2], [7]])
