@@ -760,6 +760,61 @@ def test_a_bulk_import_on_one_cpu_starts_no_second_process(
     assert not started
 
 
+@pytest.mark.parametrize("bucket", [1_000_000, 997, 1])
+@pytest.mark.parametrize("term_count", [50, 70_000])
+def test_postings_grouped_a_range_of_terms_at_a_time_equal_a_plain_grouping(
+    monkeypatch: pytest.MonkeyPatch, bucket: int, term_count: int
+) -> None:
+    """`group_postings` sorts a range of terms of about `GROUP_BUCKET` postings at a time
+    (by the ranks' 16-bit halves, one pass when the range holds fewer than 2**16 terms):
+    its groups, every range joined, are a plain grouping by (term, document) of the same
+    postings, counts summed and the earliest first offset kept (−1: none)."""
+    pytest.importorskip("numpy")
+    from lwc_trio.memory import indexer
+
+    monkeypatch.setattr(indexer, "GROUP_BUCKET", bucket)
+    rng = random.Random(term_count + bucket)
+    terms = [f"t{i:06d}" for i in range(term_count)]
+    per_doc: list[int] = []
+    kids: list[int] = []
+    tws: list[int] = []
+    firsts: list[int] = []
+    for _doc in range(40):
+        keys = [rng.randrange(2 * term_count) for _ in range(rng.randrange(0, 60))]
+        keys += rng.sample(range(2 * term_count), 3)  # spread over the whole range too
+        per_doc.append(len(keys))
+        kids += keys
+        tws += [rng.randrange(1, 9) for _ in keys]
+        firsts += [rng.choice([-1, rng.randrange(5000)]) for _ in keys]
+    numbers = list(range(2 * term_count))
+    key_terms = [terms[n // 2] for n in numbers]  # two keys a term: words sharing a stem
+    expected: dict[tuple[int, int], list[int]] = {}
+    at = 0
+    for doc, count in enumerate(per_doc):
+        for i in range(at, at + count):
+            entry = expected.setdefault((kids[i] // 2, doc), [0, -1])
+            entry[0] += tws[i]
+            if firsts[i] >= 0 and (entry[1] < 0 or firsts[i] < entry[1]):
+                entry[1] = firsts[i]
+        at += count
+    columns = (array("i", kids), array("i", tws), array("i", firsts))
+    ranked = indexer.rank_postings(numbers, key_terms, columns, array("i", per_doc))
+    got: list[tuple[tuple[int, int], list[int]]] = []
+    ranges = 0
+    for grouped in indexer.group_postings(ranked):
+        ranges += 1
+        first = terms.index(grouped.terms[0])
+        assert grouped.terms == terms[first : first + len(grouped.terms)]
+        assert grouped.docs == len(per_doc)
+        for rank, doc, tw, offset in zip(
+            grouped.ranks.tolist(), grouped.at.tolist(), grouped.tws.tolist(),
+            grouped.firsts.tolist(), strict=True,
+        ):  # fmt: skip
+            got.append(((first + rank, doc), [tw, offset]))
+    assert got == sorted(expected.items())
+    assert (ranges > 1) == (bucket < sum(per_doc))
+
+
 def _joined(buffer: IndexBuffer) -> tuple[list[str], list[int], list[bytes]]:
     """A buffer's postings grouped and encoded (`IndexBuffer._parts`), every part joined."""
     terms: list[str] = []

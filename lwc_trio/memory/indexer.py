@@ -50,16 +50,19 @@ __all__ = [
     "EncodedPart",
     "Grouped",
     "GroupedBatch",
+    "HeldBatch",
     "HeldPostings",
     "IndexBuffer",
     "PageAnalysis",
     "Placed",
+    "RankedPostings",
     "ascii_words",
     "group_postings",
     "index_doc",
     "index_placed_page",
     "is_generic",
     "pack",
+    "rank_postings",
     "reindex_all",
     "snippet_text",
     "unindex_doc",
@@ -427,6 +430,12 @@ ENCODE_CHUNK = 250_000
 arrays of that length) stay small whatever the batch."""
 
 
+GROUP_BUCKET = 1_000_000
+"""Postings sorted by term at a time (`group_postings`): a batch's are grouped a range of
+terms after another, so the sort's temporaries (a few arrays of this length) stay small
+whatever the batch (a 10,000-Page batch has over 5 million postings)."""
+
+
 class Grouped(NamedTuple):
     """Postings grouped by (term, document), sorted so, a row per group: documents are told
     by their place among the grouped ones (`at`), so that an analysis process can group
@@ -444,49 +453,86 @@ class Grouped(NamedTuple):
     """How many documents were grouped (`at` is below)."""
 
 
-def group_postings(
+class RankedPostings(NamedTuple):
+    """Postings given document after document, each with its term's rank among `terms`
+    (sorted): `rank_postings`, then `group_postings`."""
+
+    terms: list[str]
+    ranks: Any
+    tws: Any
+    firsts: Any
+    doc_ends: Any
+    """Per document, where its postings end (a running sum)."""
+
+
+def rank_postings(
     numbers: Sequence[int],
     key_terms: Sequence[str],
     columns: tuple[Any, Any, Any],
     per_doc: Any,
-) -> Grouped:
-    """Group postings given document after document: `columns` (int32 key numbers,
-    weighted counts, first offsets), `per_doc` each document's number of postings;
-    `numbers` the keys and, aligned, `key_terms` their index terms
-    (several keys, words sharing a stem, may have one). With numpy, every posting at once."""
+) -> RankedPostings:
+    """`columns` (int32 key numbers, weighted counts, first offsets) of postings given
+    document after document, `per_doc` each document's number of postings; `numbers` the
+    keys and, aligned, `key_terms` their index terms (several keys, words sharing a stem,
+    may have one): each posting's term ranked."""
     np = _numpy()
     terms = sorted(set(key_terms))
-    rank_of = dict(zip(terms, range(len(terms)), strict=True))
     kids, tws, firsts = (np.frombuffer(column, np.int32) for column in columns)
-    per_doc = np.frombuffer(per_doc, np.int32)
+    doc_ends = np.cumsum(np.frombuffer(per_doc, np.int32), dtype=np.int64)
     if not len(kids):
-        empty = np.zeros(0, dtype=np.int32)
-        return Grouped([], empty, empty, empty, empty, len(per_doc))
+        return RankedPostings(terms, np.zeros(0, dtype=np.int32), tws, firsts, doc_ends)
+    rank_of = dict(zip(terms, range(len(terms)), strict=True))
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int32)
     key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
-    ranks = key_rank[kids]
-    del key_rank
-    # By (term, document): the postings come document after document, so a stable sort by
-    # term alone is enough; by its two 16-bit halves, each a radix sort. The columns are
-    # int32 (a batch holds fewer than 2**31 postings): a 10,000-Page batch has over 5
-    # million, and every int64 column of them is 40 MB.
-    order = np.argsort((ranks & 0xFFFF).astype(np.uint16), kind="stable").astype(np.int32)
-    order = order[np.argsort((ranks[order] >> 16).astype(np.uint16), kind="stable")]
-    ranks = ranks[order]
-    at = np.repeat(np.arange(len(per_doc), dtype=np.int32), per_doc)[order]
-    fresh = np.empty(len(order), dtype=bool)
-    fresh[:1] = True
-    np.not_equal(ranks[1:], ranks[:-1], out=fresh[1:])
-    fresh[1:] |= at[1:] != at[:-1]
-    starts = np.flatnonzero(fresh).astype(np.int32)
-    del fresh
-    g_ranks = ranks[starts]
-    g_at = at[starts]
-    del ranks, at
-    g_tws = np.add.reduceat(tws[order], starts)
-    # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
-    g_firsts = np.minimum.reduceat(firsts[order].view(np.uint32), starts).view(np.int32)
-    return Grouped(terms, g_ranks, g_at, g_tws, g_firsts, len(per_doc))
+    return RankedPostings(terms, key_rank[kids], tws, firsts, doc_ends)
+
+
+def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
+    """`ranked` grouped by (term, document), the postings of one document's words sharing
+    a stem summed: a range of terms of about `GROUP_BUCKET` postings at a time, in term
+    order (each `Grouped`'s terms are its range's, its ranks within it)."""
+    np = _numpy()
+    terms, ranks, tws, firsts, doc_ends = ranked
+    if not len(ranks):
+        return
+    counts = np.bincount(ranks, minlength=len(terms))
+    ends = np.cumsum(counts)
+    low = 0
+    while low < len(terms):
+        begin = int(ends[low] - counts[low])
+        high = max(int(np.searchsorted(ends, begin + GROUP_BUCKET, side="right")), low + 1)
+        # The range's postings, in their order: document after document.
+        chosen = None if low == 0 and high == len(terms) else np.flatnonzero(
+            (ranks >= low) & (ranks < high)
+        )  # fmt: skip
+        local = ranks - low if chosen is None else ranks[chosen] - low
+        # By (term, document): a stable sort by term alone is enough; by its two 16-bit
+        # halves, each a radix sort (one when the range holds fewer than 2**16 terms).
+        order = np.argsort((local & 0xFFFF).astype(np.uint16), kind="stable")
+        if high - low > 1 << 16:
+            order = order[np.argsort((local[order] >> 16).astype(np.uint16), kind="stable")]
+        local = local[order]
+        at = order if chosen is None else chosen[order]
+        del order, chosen
+        doc = np.searchsorted(doc_ends, at, side="right")
+        fresh = np.empty(len(at), dtype=bool)
+        fresh[:1] = True
+        np.not_equal(local[1:], local[:-1], out=fresh[1:])
+        fresh[1:] |= doc[1:] != doc[:-1]
+        starts = np.flatnonzero(fresh)
+        del fresh
+        g_tws = np.add.reduceat(tws[at], starts)
+        # Not in the snippet text (−1) sorts after every offset; the smallest one is the first.
+        g_firsts = np.minimum.reduceat(firsts[at].view(np.uint32), starts).view(np.int32)
+        yield Grouped(
+            terms[low:high],
+            local[starts].astype(np.int32),
+            doc[starts].astype(np.int32),
+            g_tws,
+            g_firsts,
+            len(doc_ends),
+        )
+        low = high
 
 
 def _parts_numpy(
@@ -499,9 +545,18 @@ def _parts_numpy(
     if len(doc_ids) > 1 and not bool((doc_ids[1:] > doc_ids[:-1]).all()):
         raise RuntimeError("an index buffer's documents are not in ascending id order")
     columns = (buffer.kids, buffer.tws, buffer.firsts)
-    grouped = group_postings(numbers, key_terms, columns, buffer.doc_keys)
+    ranked = rank_postings(numbers, key_terms, columns, buffer.doc_keys)
     lengths = np.frombuffer(buffer.doc_lengths, np.int32)
-    return encoded_parts(grouped, doc_ids, lengths, sorted(buffer.dead))
+    return _bucket_parts(ranked, doc_ids, lengths, sorted(buffer.dead))
+
+
+def _bucket_parts(
+    ranked: RankedPostings, ids_of: Any, lengths_of: Any, dead: list[int]
+) -> Iterator[EncodedPart]:
+    """`ranked` grouped (`group_postings`) and encoded (`encoded_parts`), given the doc id
+    and length of each of its documents."""
+    for grouped in group_postings(ranked):
+        yield from encoded_parts(grouped, ids_of, lengths_of, dead)
 
 
 def encoded_parts(
@@ -1521,8 +1576,8 @@ class HeldPostings:
 class HeldBatch:
     """A `GroupedBatch` in the analysis process: the batch's words are known at once; its
     postings are grouped by `group` (the analysis process calls it as soon as it has sent
-    the words, while the writer still writes the batch's last rows) and encoded when the
-    documents written are known (`parts`)."""
+    the words, while the writer still writes the batch's last rows), a range of terms at a
+    time, and encoded once the documents written are known (`parts`)."""
 
     def __init__(
         self,
@@ -1532,23 +1587,21 @@ class HeldBatch:
     ) -> None:
         self._words = words
         self._postings: Any = postings
-        """`group_postings`' arguments until `group` ran."""
-        self._grouped: Grouped | None = None
+        """`rank_postings`' arguments until `group` ran."""
+        self._grouped: list[Grouped] | None = None
         self._places = places
+        """Each document's place in the batch."""
 
     def words(self) -> tuple[list[str], list[str]]:
         return self._words
 
     def group(self) -> None:
-        """Group the postings by term (once), each document told by its place."""
-        if self._grouped is not None:
-            return
-        np = _numpy()
-        grouped = group_postings(*self._postings)
-        self._postings = None
-        place_of = np.frombuffer(self._places, np.int32)
-        docs = int(place_of[-1]) + 1 if len(place_of) else 0
-        self._grouped = grouped._replace(at=place_of[grouped.at], docs=docs)
+        """Group the postings by term (once); the held ones are let go."""
+        if self._grouped is None:
+            postings, self._postings = self._postings, None
+            ranked = rank_postings(*postings)
+            del postings  # the key numbers go; the counts and offsets stay in `ranked`
+            self._grouped = list(group_postings(ranked))
 
     def parts(self, placed: Placed) -> Iterator[EncodedPart]:
         if not placed.at:  # no document written (every Page unchanged)
@@ -1557,14 +1610,21 @@ class HeldBatch:
         grouped, self._grouped = self._grouped, None
         assert grouped is not None
         np = _numpy()
+        place_of = np.frombuffer(self._places, np.int32)
+        span = int(place_of.max()) + 1 if len(place_of) else 0
         at = np.frombuffer(placed.at, np.int32)
-        if int(at.min()) < 0 or int(at.max()) >= grouped.docs:
+        if int(at.min()) < 0 or int(at.max()) >= span:
             raise RuntimeError("a Page was placed outside its batch")
-        ids_of = np.full(grouped.docs, -1, dtype=np.int32)
+        ids_of = np.full(span, -1, dtype=np.int32)
         ids_of[at] = np.frombuffer(placed.ids, np.int32)
-        lengths_of = np.zeros(grouped.docs, dtype=np.int32)
+        lengths_of = np.zeros(span, dtype=np.int32)
         lengths_of[at] = np.frombuffer(placed.lengths, np.int32)
-        return encoded_parts(grouped, ids_of, lengths_of, placed.dead)
+        ids_of, lengths_of = ids_of[place_of], lengths_of[place_of]
+        return (
+            part
+            for bucket in grouped
+            for part in encoded_parts(bucket, ids_of, lengths_of, placed.dead)
+        )
 
 
 def index_placed_page(
