@@ -6,6 +6,7 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from conftest_memory import new_store, page, put_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,6 +180,14 @@ def test_many_ascii_bodies_at_once_equal_each_one_alone(bodies: list[str]) -> No
             for (word, count), first in zip(counts.items(), firsts, strict=True)
         }
         assert found.totals[at] == total
+
+
+def test_at_most_65536_bodies_are_analyzed_at_once() -> None:
+    """The bodies are sorted by number as 16-bit integers: more is refused, never wrapped."""
+    found = _ascii_bodies(["word"] * (1 << 16))
+    assert found.bounds[-2:] == [(1 << 16) - 1, 1 << 16]
+    with pytest.raises(ValueError, match="65537 bodies at once"):
+        _ascii_bodies(["word"] * ((1 << 16) + 1))
 
 
 # A deliberate reference implementation: `make_snippet` before its half-window shortcut, kept

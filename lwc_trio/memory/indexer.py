@@ -1104,7 +1104,10 @@ def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
     (a longer one: its first 8 and a number from a dict), and one stable sort by them puts
     each word's occurrences together in text order: the postings of a (word, body) pair are
     a run, whose first element is the first occurrence. A property test compares the
-    result with `_ascii_body` body by body."""
+    result with `_ascii_body` body by body. At most 2**16 bodies at once (a chunk's are
+    far fewer): they are sorted by number as 16-bit integers."""
+    if len(bodies) > 1 << 16:
+        raise ValueError(f"{len(bodies)} bodies at once (at most {1 << 16})")
     np = _numpy()
     letters, lower, masks = _byte_tables()
     sizes = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
@@ -1160,8 +1163,8 @@ def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
     firsts = starts[order[run_starts]] - body_starts[run_body]
     kept = ~stop[run_word]
     totals = np.bincount(run_body[kept], weights=counts[kept], minlength=len(bodies))
-    # Body after body (the runs are by word, then body).
-    by_body = np.argsort(run_body[kept], kind="stable")
+    # Body after body (the runs are by word, then body): one radix pass.
+    by_body = np.argsort(run_body[kept].astype(np.uint16), kind="stable")
     posting_body = run_body[kept][by_body]
     bounds = np.searchsorted(posting_body, np.arange(len(bodies) + 1)).tolist()
     return _Bodies(
