@@ -68,11 +68,13 @@ WAIT_NOTICE_S = 1.0
 SOURCE_BATCH_CHARS = 48 * 1024 * 1024
 """Characters of Source text per transaction of `add_sources` (at least one Source each):
 a transaction's postings are held in memory until it commits."""
-IMPORT_BATCH = 5000
+IMPORT_BATCH = 6500
 """Pages per transaction of a bulk import. Each transaction writes one search segment row
-per term it touches, so fewer, larger ones write faster (format 4, 10,000 Pages: ~15 % more
-pages/s at 5,000 than at 2,000 per transaction; docs/benchmarks.md). The batch's postings
-are held in memory until its commit (about 3 KB per 1,000 characters of text)."""
+per term it touches, so fewer, larger ones write faster and merge less (the scale Wiki's
+100,000 Pages: 80 s at 5,000 a batch, 68.5 s at 6,500). A batch's texts and postings are
+held in memory until its commit while the next batch is read: a 300,000-Page import peaked
+at 939 MiB for its two processes together (docs/decisions.md, "Bulk writes, eleventh
+round")."""
 ANALYSIS_WORKER_PAGES = 1000
 """Pages from which `put_pages` analyzes them in a second process (`memory/analysis.py`)
 while it writes: starting one costs a Python start-up (~0.1 s), which a `lwc page put` or a
