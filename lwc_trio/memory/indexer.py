@@ -461,8 +461,10 @@ class RankedPostings(NamedTuple):
     ranks: Any
     tws: Any
     firsts: Any
-    doc_ends: Any
-    """Per document, where its postings end (a running sum)."""
+    docs: Any
+    """Per posting, its document (int32)."""
+    documents: int
+    """How many documents there are."""
 
 
 def rank_postings(
@@ -478,13 +480,14 @@ def rank_postings(
     np = _numpy()
     terms = sorted(set(key_terms))
     kids, tws, firsts = (np.frombuffer(column, np.int32) for column in columns)
-    doc_ends = np.cumsum(np.frombuffer(per_doc, np.int32), dtype=np.int64)
+    sizes = np.frombuffer(per_doc, np.int32)
+    docs = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
     if not len(kids):
-        return RankedPostings(terms, np.zeros(0, dtype=np.int32), tws, firsts, doc_ends)
+        return RankedPostings(terms, np.zeros(0, dtype=np.int32), tws, firsts, docs, len(sizes))
     rank_of = dict(zip(terms, range(len(terms)), strict=True))
     key_rank = np.zeros(max(numbers) + 1, dtype=np.int32)
     key_rank[np.asarray(numbers, dtype=np.int64)] = list(map(rank_of.__getitem__, key_terms))
-    return RankedPostings(terms, key_rank[kids], tws, firsts, doc_ends)
+    return RankedPostings(terms, key_rank[kids], tws, firsts, docs, len(sizes))
 
 
 def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
@@ -492,7 +495,7 @@ def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
     a stem summed: a range of terms of about `GROUP_BUCKET` postings at a time, in term
     order (each `Grouped`'s terms are its range's, its ranks within it)."""
     np = _numpy()
-    terms, ranks, tws, firsts, doc_ends = ranked
+    terms, ranks, tws, firsts, docs, documents = ranked
     if not len(ranks):
         return
     counts = np.bincount(ranks, minlength=len(terms))
@@ -514,7 +517,7 @@ def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
         local = local[order]
         at = order if chosen is None else chosen[order]
         del order, chosen
-        doc = np.searchsorted(doc_ends, at, side="right")
+        doc = docs[at]
         fresh = np.empty(len(at), dtype=bool)
         fresh[:1] = True
         np.not_equal(local[1:], local[:-1], out=fresh[1:])
@@ -527,10 +530,10 @@ def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
         yield Grouped(
             terms[low:high],
             local[starts].astype(np.int32),
-            doc[starts].astype(np.int32),
+            doc[starts],
             g_tws,
             g_firsts,
-            len(doc_ends),
+            documents,
         )
         low = high
 
