@@ -644,13 +644,19 @@ def test_an_analysis_process_that_dies_fails_only_the_batch_in_flight(
         return real_batch(self)
 
     monkeypatch.setattr(analysis.AnalysisWorker, "batch", dying_batch)
-    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i} " * 20) for i in range(1200)]
     db = new_store(tmp_path)
+    assert "ended unexpectedly" in _failed_import_message(db)
+    assert _pages_and_docs(db) == (400 * (dies_at - 1), 400 * (dies_at - 1))
+
+
+def _failed_import_message(db: Path) -> str:
+    """Import 1,200 Pages in batches of 400 into `db`, which must fail with
+    `internal_error`: its message."""
+    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i} " * 20) for i in range(1200)]
     with Wiki(db) as wiki, pytest.raises(WikiError) as caught:
         wiki.put_pages(pages, batch=400)
     assert caught.value.code == "internal_error"
-    assert "ended unexpectedly" in caught.value.message
-    assert _pages_and_docs(db) == (400 * (dies_at - 1), 400 * (dies_at - 1))
+    return caught.value.message
 
 
 def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reason(
@@ -675,12 +681,8 @@ def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reaso
         return real_place(self, placed)
 
     monkeypatch.setattr(analysis.AnalysisWorker, "place", misplacing)
-    pages = [page(f"p-{i}", f"Page {i}", f"zebra quartz {i} " * 20) for i in range(1200)]
     db = new_store(tmp_path)
-    with Wiki(db) as wiki, pytest.raises(WikiError) as caught:
-        wiki.put_pages(pages, batch=400)
-    assert caught.value.code == "internal_error"
-    assert "placed outside its batch" in caught.value.message
+    assert "placed outside its batch" in _failed_import_message(db)
     assert _pages_and_docs(db) == (400, 400)
 
 
