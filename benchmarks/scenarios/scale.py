@@ -6,15 +6,17 @@ Pages, against a plain SQLite FTS5 table fed the same Pages in the same run.
     scripts/bench scale --quick               # 2,000 Pages, 30 queries a kind (a smoke run)
     scripts/bench scale --rebuild --json
 
-For each size, the deterministic Wiki of `benchmarks.scale_corpus` (JSONL shards of 5,000
-Pages, cached under `.cache/scale/` by size and generator version) is
+For each size, the deterministic Wiki of `benchmarks.scale_corpus` (one JSONL file, cached
+under `.cache/scale/` by size and generator version) is
 
-1. written with the real CLI, `lwc init` then `lwc page import SHARD.jsonl` per shard: pages/s
-   over the imports' wall time (process start included), the writers' peak RSS (`wait4`), the
-   store's size. The store is cached beside the JSONL (keyed by the store format too); a cached
-   store reports the write figures measured when it was built, marked `cached`;
+1. written with the real CLI, `lwc init` then one `lwc page import PAGES.jsonl`, the bulk
+   write issue 24 measures (`scale-write` times it alone, in rounds): pages/s over the
+   import's wall time (process start included), its peak RSS (`wait4`: the larger of its two
+   processes), the store's size. The store is cached beside the JSONL (keyed by the store
+   format too); a cached store reports the write figures measured when it was built, marked
+   `cached`;
 2. written into a plain FTS5 table (`porter unicode61`; title, summary, body; 1,000-Page
-   transactions) by this process from the same shards: pages/s, file size; then each query
+   transactions) by this process from the same file: pages/s, file size; then each query
    kind as bm25 top-20 (`MATCH` of the terms OR-ed, `ORDER BY bm25 LIMIT 20`, rows fetched);
 3. queried through one `lwc serve --mcp --path WS` (stdio, the benchmarks' client): the first
    call after start (a misspelt query: the vocabulary's first need), then 200 queries of each
@@ -50,7 +52,6 @@ from benchmarks.table import emit, machine, machine_line, markdown_table
 from lwc_trio.memory.schema import FORMAT_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
-SHARD = 5_000
 FTS_BATCH = 1_000
 TOP = 20
 TARGETS = {
@@ -82,7 +83,7 @@ def _timed_child(argv: Sequence[str], env: dict[str, str], cwd: Path) -> tuple[f
     return took, int(usage.ru_maxrss)
 
 
-def build_lwc(where: Path, shards: Sequence[Path], size: int, rebuild: bool) -> dict[str, Any]:
+def build_lwc(where: Path, jsonl: Path, size: int, rebuild: bool) -> dict[str, Any]:
     """The cached lwc store under `where` (built with the CLI when missing or `rebuild`)."""
     record = where / "write.json"
     db = where / "ws" / ".lwc" / "wiki.db"
@@ -95,11 +96,7 @@ def build_lwc(where: Path, shards: Sequence[Path], size: int, rebuild: bool) -> 
     env = private_env(where / "home")
     lwc = lwc_argv()
     _timed_child([*lwc, "init"], env, where / "ws")
-    wall, peak = 0.0, 0
-    for i, shard in enumerate(shards):
-        took, rss = _timed_child([*lwc, "page", "import", str(shard)], env, where / "ws")
-        wall, peak = wall + took, max(peak, rss)
-        log(f"lwc {size}: shard {i + 1}/{len(shards)} in {took:.1f} s ({SHARD / took:.0f} p/s)")
+    wall, peak = _timed_child([*lwc, "page", "import", str(jsonl)], env, where / "ws")
     found = {
         "pages": size,
         "seconds": round(wall, 2),
@@ -119,7 +116,7 @@ def _fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-def fts5(where: Path, shards: Sequence[Path], size: int, queries: dict[str, list[str]]) -> Any:
+def fts5(where: Path, jsonl: Path, size: int, queries: dict[str, list[str]]) -> Any:
     """Write the same Pages into a fresh FTS5 table (this process), then time bm25 top-20."""
     db = where / "fts5.db"
     for stale in (db, db.with_name(db.name + "-journal")):
@@ -137,13 +134,12 @@ def fts5(where: Path, shards: Sequence[Path], size: int, queries: dict[str, list
         conn.execute("COMMIT")
         batch.clear()
 
-    for shard in shards:
-        with shard.open(encoding="utf-8") as lines:
-            for line in lines:
-                page = json.loads(line)
-                batch.append((page["title"], page.get("summary") or "", page["body"]))
-                if len(batch) == FTS_BATCH:
-                    flush()
+    with jsonl.open(encoding="utf-8") as lines:
+        for line in lines:
+            page = json.loads(line)
+            batch.append((page["title"], page.get("summary") or "", page["body"]))
+            if len(batch) == FTS_BATCH:
+                flush()
     if batch:
         flush()
     wall = time.perf_counter() - started
@@ -235,14 +231,14 @@ def run_size(
     size: int, per_kind: int, rebuild: bool, code: Path | None, fts: bool
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    shards = scale_corpus.cached_jsonl(REPO, size, SHARD)
-    log(f"{size}: {len(shards)} JSONL shards ready in {time.perf_counter() - t0:.1f} s")
+    [jsonl] = scale_corpus.cached_jsonl(REPO, size)
+    log(f"{size}: JSONL ready in {time.perf_counter() - t0:.1f} s")
     queries = {kind: scale_corpus.queries(size, kind, per_kind) for kind in scale_corpus.KINDS}
     first = scale_corpus.queries(size, "typo", per_kind + 1)[-1]
-    where = scale_corpus.cache_dir(REPO, size) / f"lwc-format{FORMAT_VERSION}"
-    lwc = build_lwc(where, shards, size, rebuild)
+    where = scale_corpus.cache_dir(REPO, size) / f"lwc-format{FORMAT_VERSION}-one-import"
+    lwc = build_lwc(where, jsonl, size, rebuild)
     log(f"{size}: lwc {lwc['pages_per_s']} pages/s, {lwc['store_mib']} MiB")
-    base = fts5(scale_corpus.cache_dir(REPO, size), shards, size, queries) if fts else None
+    base = fts5(scale_corpus.cache_dir(REPO, size), jsonl, size, queries) if fts else None
     if base is not None:
         log(f"{size}: fts5 {base['pages_per_s']} pages/s, {base['store_mib']} MiB")
     served = serve(where, queries, first, code)
