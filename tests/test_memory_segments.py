@@ -7,6 +7,7 @@ it must answer exactly as the same content re-indexed from scratch (`lwc repair`
 
 from __future__ import annotations
 
+import pickle
 import random
 import shutil
 import sqlite3
@@ -622,6 +623,32 @@ def _pages_and_docs(db: Path) -> tuple[int, int]:
         return int(pages), int(docs)
     finally:
         conn.close()
+
+
+def test_a_dead_analysis_process_is_reported_whatever_was_sent() -> None:
+    """Fault injection: the analysis process is gone before the feeder thread sent the
+    request whose answer the writer reads (the writer may see the end of the answers
+    first). Every read says the process ended, the first and the next; an answer to
+    nothing asked is an error too, never an IndexError."""
+    from lwc_trio.memory import analysis
+
+    worker = analysis.AnalysisWorker()
+    try:
+        worker._process.kill()
+        worker._process.wait()
+        for _ in range(2):
+            with pytest.raises(WikiError, match="ended unexpectedly") as caught:
+                worker._answer(0)  # nothing was submitted, so nothing was sent
+            assert caught.value.code == "internal_error"
+    finally:
+        worker.close()
+    unasked = analysis.AnalysisWorker()
+    try:
+        unasked._answers.put((pickle.dumps(("ok", None)), True))
+        with pytest.raises(WikiError, match="answered unasked"):
+            unasked._answer(0)
+    finally:
+        unasked.close()
 
 
 @pytest.mark.parametrize("dies_at", [1, 2])

@@ -380,15 +380,20 @@ class AnalysisWorker:
         """The worker's next answer frame, which must answer the request `number`, and
         whether it is that request's last."""
         frame = self._answers.get()
-        with self._lock:
-            chunk = self._sent[0] if frame is not None and not frame[1] else self._sent.popleft()
         if frame is None:
+            # The worker is gone: whatever was asked (sent or not yet, the feeder may not
+            # have taken the request), every later answer is this one too.
+            self._answers.put(None)
             code = self._process.poll()
             raise WikiError(
                 "internal_error",
                 f"the page analysis process ended unexpectedly (exit status {code}); "
                 "batches written before stay",
             )
+        with self._lock:
+            if not self._sent:
+                raise WikiError("internal_error", "the page analysis process answered unasked")
+            chunk = self._sent.popleft() if frame[1] else self._sent[0]
         status, value = pickle.loads(frame[0])
         if status != "ok":
             raise WikiError("internal_error", f"the page analysis process failed:\n{value}")
