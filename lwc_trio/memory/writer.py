@@ -73,7 +73,7 @@ IMPORT_BATCH = 6500
 per term it touches, so fewer, larger ones write faster and merge less (the scale Wiki's
 100,000 Pages: 80 s at 5,000 a batch, 68.5 s at 6,500). A batch's texts and postings are
 held in memory until its commit while the next batch is read: a 300,000-Page import peaked
-at 939 MiB for its two processes together (docs/decisions.md, "Bulk writes, eleventh
+at 977-983 MiB for its two processes together (docs/decisions.md, "Bulk writes, eleventh
 round")."""
 ANALYSIS_WORKER_PAGES = 1000
 """Pages from which `put_pages` analyzes them in a second process (`memory/analysis.py`)
