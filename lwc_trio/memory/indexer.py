@@ -1120,15 +1120,21 @@ def _ascii_bodies(bodies: Sequence[str]) -> _Bodies:
     edges = np.diff(inside, prepend=np.int8(0), append=np.int8(0))
     starts = np.flatnonzero(edges == 1)
     lengths = np.flatnonzero(edges == -1) - starts
-    # The text lowercased, read as uint64 at each of the 8 byte alignments: a word's first 8
-    # bytes are one element of one of them, its next 8 the element after.
+    # The text lowercased, read as uint64: a word's first 8 bytes are the end of the element
+    # it starts in and the start of the next one (shifted in two steps, so that a shift of 64
+    # bits, the word starting an element, gives 0), its next 8 the same one element on.
     rows = (len(raw) + 7) // 8 + 2
-    text = np.zeros(8 * rows + 8, dtype=np.uint8)
+    text = np.zeros(8 * rows, dtype=np.uint8)
     text[: len(raw)] = lower[raw]
-    aligned = np.stack([text[shift : shift + 8 * rows].view("<u8") for shift in range(8)])
-    shift, row = starts % 8, starts // 8
-    first = aligned[shift, row] & masks[np.minimum(lengths, 8)]
-    second = aligned[shift, row + 1] & masks[np.clip(lengths - 8, 0, 8)]
+    words = text.view("<u8")
+    row = starts // 8
+    low = (starts % 8 * 8).astype(np.uint64)
+    high = np.uint64(63) - low
+    one = np.uint64(1)
+    w0, w1, w2 = words[row], words[row + 1], words[row + 2]
+    first = ((w0 >> low) | ((w1 << one) << high)) & masks[np.minimum(lengths, 8)]
+    second = ((w1 >> low) | ((w2 << one) << high)) & masks[np.clip(lengths - 8, 0, 8)]
+    del w0, w1, w2
     # A word longer than `_WIDE` gets, in place of its second 8 bytes, its number in a dict
     # with a low byte of 1, which no word's bytes have (a letter or digit, or 0 past its end).
     long_words: dict[bytes, int] = {}
