@@ -330,7 +330,8 @@ def test_ctrl_c_while_reading_stdin_writes_nothing(wiki: Path, lwc_env: dict[str
     term.read_until(b"Ctrl-D")
     term.send(b"half a body")
     term.send(b"\x03")
-    assert term.wait() == 130
+    code = term.wait()
+    assert code == 130, term.text
     assert "Interrupted: Nothing was written." in term.text
     assert piped_error(piped(["page", "show", "never"], wiki, lwc_env))["code"] == "page_not_found"
 

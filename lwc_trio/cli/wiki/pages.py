@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 from pathlib import Path
@@ -37,12 +38,50 @@ def _read_input(name: str) -> bytes:
         if sys.stdin.isatty():
             notice("Reading the page body from stdin: type or paste it, then press Ctrl-D on a "
                    "new line (Ctrl-C cancels).")  # fmt: skip
-        return sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+        return _read_stdin(MAX_TEXT_BYTES + 1)
     try:
         with open(name, "rb") as handle:
             return handle.read(MAX_TEXT_BYTES + 1)
     except OSError as exc:
         raise fail("invalid_input", f"cannot read {name}: {exc.strerror}") from None
+
+
+def _read_stdin(limit: int) -> bytes:
+    """Stdin to its end, at most `limit` bytes; a Ctrl-C ends the wait whenever it comes.
+
+    A blocking read() returns early only for a signal that arrives while it waits in the
+    kernel: one that lands just before it (the process preempted between the prompt and
+    the read, seen under load) leaves it waiting for more input. So the wait is a select()
+    on stdin and on the pipe the signal module writes a byte to for every signal it
+    catches (`signal.set_wakeup_fd`): a Ctrl-C from any moment wakes it, and its
+    KeyboardInterrupt is raised at the next step."""
+    wake_read, wake_write = os.pipe()
+    try:
+        os.set_blocking(wake_write, False)
+        try:
+            previous = signal.set_wakeup_fd(wake_write)
+        except ValueError:  # not the main thread (an in-process caller): no Ctrl-C comes
+            return sys.stdin.buffer.read(limit)
+        try:
+            stdin = sys.stdin.fileno()
+            chunks: list[bytes] = []
+            size = 0
+            while size < limit:
+                ready, _, _ = select.select([stdin, wake_read], [], [])
+                if wake_read in ready:
+                    os.read(wake_read, 256)  # another signal than SIGINT: read on
+                if stdin in ready:
+                    chunk = os.read(stdin, min(limit - size, 1 << 20))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+            return b"".join(chunks)
+        finally:
+            signal.set_wakeup_fd(previous)
+    finally:
+        os.close(wake_read)
+        os.close(wake_write)
 
 
 @handles_errors
