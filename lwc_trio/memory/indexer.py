@@ -550,15 +550,15 @@ def _parts_numpy(
     columns = (buffer.kids, buffer.tws, buffer.firsts)
     ranked = rank_postings(numbers, key_terms, columns, buffer.doc_keys)
     lengths = np.frombuffer(buffer.doc_lengths, np.int32)
-    return _bucket_parts(ranked, doc_ids, lengths, sorted(buffer.dead))
+    return _bucket_parts(group_postings(ranked), doc_ids, lengths, sorted(buffer.dead))
 
 
 def _bucket_parts(
-    ranked: RankedPostings, ids_of: Any, lengths_of: Any, dead: list[int]
+    buckets: Iterable[Grouped], ids_of: Any, lengths_of: Any, dead: list[int]
 ) -> Iterator[EncodedPart]:
-    """`ranked` grouped (`group_postings`) and encoded (`encoded_parts`), given the doc id
-    and length of each of its documents."""
-    for grouped in group_postings(ranked):
+    """The groups of `buckets` (`group_postings`) encoded (`encoded_parts`), given the doc
+    id and length of each of their documents."""
+    for grouped in buckets:
         yield from encoded_parts(grouped, ids_of, lengths_of, dead)
 
 
@@ -592,16 +592,10 @@ def encoded_parts(
         begin = int(ends[first_term] - live[first_term])
         last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
         end = int(ends[last - 1])
-        sizes = live[first_term:last]
-        present = np.flatnonzero(sizes)
-        blobs = [b""] * (last - first_term)
-        if len(present):
-            encoded = encode_batch(
-                sizes[present], ids[begin:end], tws[begin:end], lengths[begin:end],
-                firsts[begin:end],
-            )  # fmt: skip
-            for at, blob in zip(present.tolist(), encoded, strict=True):
-                blobs[at] = blob
+        blobs = _encode_grouped(
+            live[first_term:last], ids[begin:end], tws[begin:end], lengths[begin:end],
+            firsts[begin:end],
+        )  # fmt: skip
         part_counts = counts[first_term:last]
         kept = (part_counts > 0).tolist()
         yield (
@@ -1632,11 +1626,7 @@ class HeldBatch:
         lengths_of = np.zeros(span, dtype=np.int32)
         lengths_of[at] = np.frombuffer(placed.lengths, np.int32)
         ids_of, lengths_of = ids_of[place_of], lengths_of[place_of]
-        return (
-            part
-            for bucket in grouped
-            for part in encoded_parts(bucket, ids_of, lengths_of, placed.dead)
-        )
+        return _bucket_parts(grouped, ids_of, lengths_of, placed.dead)
 
 
 def index_placed_page(
