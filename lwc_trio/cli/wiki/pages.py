@@ -58,10 +58,7 @@ def _read_stdin(limit: int) -> bytes:
     wake_read, wake_write = os.pipe()
     try:
         os.set_blocking(wake_write, False)
-        try:
-            previous = signal.set_wakeup_fd(wake_write)
-        except ValueError:  # not the main thread (an in-process caller): no Ctrl-C comes
-            return sys.stdin.buffer.read(limit)
+        previous = signal.set_wakeup_fd(wake_write)  # the CLI runs on the main thread
         try:
             stdin = sys.stdin.fileno()
             chunks: list[bytes] = []
