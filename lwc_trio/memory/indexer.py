@@ -498,12 +498,7 @@ def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
     terms, ranks, tws, firsts, docs, documents = ranked
     if not len(ranks):
         return
-    counts = np.bincount(ranks, minlength=len(terms))
-    ends = np.cumsum(counts)
-    low = 0
-    while low < len(terms):
-        begin = int(ends[low] - counts[low])
-        high = max(int(np.searchsorted(ends, begin + GROUP_BUCKET, side="right")), low + 1)
+    for low, high, _begin, _end in _ranges(np.bincount(ranks, minlength=len(terms)), GROUP_BUCKET):
         # The range's postings, in their order: document after document.
         chosen = None if low == 0 and high == len(terms) else np.flatnonzero(
             (ranks >= low) & (ranks < high)
@@ -535,7 +530,6 @@ def group_postings(ranked: RankedPostings) -> Iterator[Grouped]:
             g_firsts,
             documents,
         )
-        low = high
 
 
 def _parts_numpy(
@@ -586,12 +580,7 @@ def encoded_parts(
         )
     live = np.bincount(ranks, minlength=len(terms))
     del ranks
-    ends = np.cumsum(live)
-    first_term = 0
-    while first_term < len(terms):
-        begin = int(ends[first_term] - live[first_term])
-        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
-        end = int(ends[last - 1])
+    for first_term, last, begin, end in _ranges(live, ENCODE_CHUNK):
         blobs = _encode_grouped(
             live[first_term:last], ids[begin:end], tws[begin:end], lengths[begin:end],
             firsts[begin:end],
@@ -603,7 +592,6 @@ def encoded_parts(
             part_counts[part_counts > 0].tolist(),
             list(compress(blobs, kept)),
         )
-        first_term = last
 
 
 def _encode_grouped(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> list[bytes]:
@@ -613,21 +601,29 @@ def _encode_grouped(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> l
     np = _numpy()
     present = np.flatnonzero(counts)
     sizes = counts[present]
-    ends = np.cumsum(sizes)
     blobs = [b""] * len(counts)
-    first_term = 0
-    while first_term < len(present):
-        begin = int(ends[first_term] - sizes[first_term])
-        last = max(int(np.searchsorted(ends, begin + ENCODE_CHUNK, side="right")), first_term + 1)
-        end = int(ends[last - 1])
+    for first_term, last, begin, end in _ranges(sizes, ENCODE_CHUNK):
         encoded = encode_batch(
             sizes[first_term:last], ids[begin:end], tws[begin:end], dls[begin:end],
             firsts[begin:end],
         )  # fmt: skip
         for at, blob in zip(present[first_term:last].tolist(), encoded, strict=True):
             blobs[at] = blob
-        first_term = last
     return blobs
+
+
+def _ranges(sizes: Any, limit: int) -> Iterator[tuple[int, int, int, int]]:
+    """`sizes` (a numpy int array) cut into consecutive ranges of about `limit` in all (at
+    least one item each): each range's first and past-last index, and where it begins and
+    ends in the running sum of `sizes` (the postings of terms given term after term)."""
+    np = _numpy()
+    ends = np.cumsum(sizes)
+    first = 0
+    while first < len(sizes):
+        begin = int(ends[first] - sizes[first])
+        last = max(int(np.searchsorted(ends, begin + limit, side="right")), first + 1)
+        yield first, last, begin, int(ends[last - 1])
+        first = last
 
 
 MERGE_CHUNK = 8 * 1024 * 1024
