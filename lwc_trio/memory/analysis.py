@@ -3,14 +3,15 @@
 `lwc page import` of many Pages spends about half of its time on work that needs only the
 Pages' text (splitting, counting and locating words, numbering them for the batch, stemming,
 links, grouping and encoding the postings) and half on work that needs the store (rows,
-SQLite). `AnalysisWorker` starts `python -m lwc_trio.memory.analysis`, which runs
+SQLite). `AnalysisWorker` starts a second, isolated Python (`_BOOT`), which runs
 `indexer.BatchAnalyzer` on chunks of Pages sent through a pipe and sends the analyses back,
 then groups and encodes each batch's postings (`indexer.HeldPostings`), so the two halves
 run on two cores. The index written is the one an in-process write gives,
 value for value (a test compares them).
 
 The worker sits in its own process group (a Ctrl-C at the terminal reaches only `lwc`, which
-decides what is kept) and ends when its input closes; `close` ends it in every case. Frames
+decides what is kept) and ends when its input closes; `close` ends it in every case. A
+worker whose parent is gone (killed) ends quietly at its next answer. Frames
 are a little-endian uint64 length and a byte (1: the last answer to its request; a batch's
 postings come in several frames), then a pickle; only this module's own processes exchange
 them, over their private pipes.
@@ -56,7 +57,22 @@ _IN_FLIGHT = 2
 """Chunks sent to the worker and not answered yet, at most."""
 _FRAME = struct.Struct("<QB")
 """A frame's header: its length, and 1 when it is its request's last answer."""
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PACKAGE = Path(__file__).resolve().parents[1]
+"""The `lwc_trio` package this process runs: the worker runs the same one."""
+_BOOT = """\
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location(
+    "lwc_trio", sys.argv[1], submodule_search_locations=[sys.argv[2]])
+package = importlib.util.module_from_spec(spec)
+sys.modules["lwc_trio"] = package
+spec.loader.exec_module(package)
+from lwc_trio.memory.analysis import main
+sys.exit(main())
+"""
+"""The worker's start. `python -I` puts neither the working directory (a cloned repository
+holding a `queue.py` or `pickle.py`) nor PYTHONPATH on `sys.path`, so the worker imports the
+standard library and installed packages only, and loads `lwc_trio` from the very folder
+this process loaded it from (a checkout or another release on PYTHONPATH included)."""
 _NOTHING_PLACED = Placed(array("i"), array("i"), array("i"), [])
 _GROUP, _PLACE = -1, -2
 """The numbers of a batch's two last requests: group its postings (sent once every chunk
@@ -109,9 +125,18 @@ def _write_frame(stream: IO[bytes], value: Any, *, last: bool = True) -> None:
 
 
 def main() -> int:
-    """The worker: analyze each request until the input closes."""
+    """The worker: analyze each request until the input closes or nobody reads the answers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C stops
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    try:
+        return _serve(sys.stdin.buffer, sys.stdout.buffer)
+    except BrokenPipeError:
+        # The parent is gone: nobody reads the answers, and its terminal wants no traceback
+        # (nor the one Python would print flushing stdout at exit).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     analyzer = BatchAnalyzer(first=0)
     kept = HeldPostings()
     batch: HeldBatch | None = None
@@ -172,15 +197,11 @@ class AnalysisWorker:
     of the one it writes, which bounds what is held in memory."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            part for part in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if part
-        )
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "lwc_trio.memory.analysis"],
+            [sys.executable, "-I", "-c", _BOOT, str(_PACKAGE / "__init__.py"), str(_PACKAGE)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            cwd="/",
             process_group=0,
         )
         self._lock = threading.Condition()
@@ -438,7 +459,3 @@ class _WorkerBatch:
 
     def parts(self, placed: Placed) -> Iterator[EncodedPart]:
         return self._worker.place(placed)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
