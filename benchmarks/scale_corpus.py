@@ -245,7 +245,7 @@ def _expected_df(rank: int) -> float:
 
 @functools.cache
 def _stop_words() -> frozenset[str]:
-    from lwc_trio.memory.tokenize import STOP_WORDS
+    from lwc_trio.memory.text.tokenize import STOP_WORDS
 
     return frozenset(STOP_WORDS)
 

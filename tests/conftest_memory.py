@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.memory.engine import MemoryQuery, explore_memory
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
+from lwc_trio.memory.storage.store import create_store
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 REPO = Path(__file__).resolve().parents[1]

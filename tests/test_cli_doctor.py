@@ -12,8 +12,8 @@ import pytest
 from fake_home import FakeHome
 
 from lwc_trio.cli.main import main
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.storage.store import create_store
 
 PYTHON_BIN = Path(sys.executable).parent
 

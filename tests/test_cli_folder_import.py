@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest_memory import err_code, out_json, run_lwc, snapshot
 
-from lwc_trio.memory.transfer import read_source_inputs
-from lwc_trio.memory.walk import SKIPPED_DIRS, Skipped, list_folder
+from lwc_trio.memory.exchange.transfer import read_source_inputs
+from lwc_trio.memory.exchange.walk import SKIPPED_DIRS, Skipped, list_folder
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, child_env
 
-from lwc_trio.memory.writer import ANALYSIS_WORKER_PAGES
+from lwc_trio.memory.index.writer import ANALYSIS_WORKER_PAGES
 
 LWC = Path(sys.executable).parent / "lwc"
 """The installed `lwc` console script, as a user runs it (`python -m` would put the working
@@ -72,7 +72,7 @@ def test_a_bulk_import_runs_no_module_of_the_working_directory(tmp_path: Path) -
 
 ORPHAN = """\
 import os, signal, time
-from lwc_trio.memory.analysis import AnalysisWorker
+from lwc_trio.memory.index.analysis import AnalysisWorker
 worker = AnalysisWorker()
 body = " ".join(f"word{i % 5000} text" for i in range(3000))
 worker.submit([(f"p{i}", f"Page {i}", None, body) for i in range(250)])

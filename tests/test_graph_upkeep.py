@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest_memory import add_source, new_store, out_json, page, run_lwc
 
-from lwc_trio.memory.graph import HUB_LIMIT, build_projection
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.index.graph import HUB_LIMIT, build_projection
+from lwc_trio.memory.index.writer import Wiki
 
 
 def projection(conn: sqlite3.Connection) -> list[tuple[str, str, float]]:

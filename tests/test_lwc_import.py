@@ -22,8 +22,8 @@ from benchmarks.lwc_store import (
     open_lwc,
 )
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.lwc_import import lwc_store_version
-from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source, source_id
+from lwc_trio.memory.exchange.lwc_import import lwc_store_version
+from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source, source_id
 
 BODY_A = "Alpha links to [[beta]] and [[ghost-page]].\n"
 

@@ -12,8 +12,8 @@ import pytest
 from conftest_memory import ask, new_store, page, put_pages
 
 from lwc_trio.exceptions import StoreChanged
-from lwc_trio.memory import pool
-from lwc_trio.memory.handles import Handles, inspect_store, open_checked
+from lwc_trio.memory.storage import pool
+from lwc_trio.memory.storage.handles import Handles, inspect_store, open_checked
 
 
 def _identity(path: Path) -> tuple[int, int]:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.links import extract_links, strip_code
-from lwc_trio.memory.slugs import slug_problem
+from lwc_trio.memory.format.slugs import slug_problem
+from lwc_trio.memory.text.links import extract_links, strip_code
 
 
 def test_wikilink_forms_are_extracted_sorted_and_deduped() -> None:

@@ -1,12 +1,12 @@
-"""Query-focused Page bodies (SPEC §4 "Pages"): `lwc_trio.memory.passages`, pure."""
+"""Query-focused Page bodies (SPEC §4 "Pages"): `lwc_trio.memory.query.passages`, pure."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lwc_trio.memory import passages as passages_module
-from lwc_trio.memory.passages import (
+from lwc_trio.memory.query import passages as passages_module
+from lwc_trio.memory.query.passages import (
     ELISION,
     OUTLINE_MAX,
     body_units,
@@ -17,8 +17,8 @@ from lwc_trio.memory.passages import (
     outline,
     split_passages,
 )
-from lwc_trio.memory.results import PageBody, dumps_compact, fit_pages, json_units
-from lwc_trio.memory.tokenize import index_terms, parse_query, stem_words
+from lwc_trio.memory.query.results import PageBody, dumps_compact, fit_pages, json_units
+from lwc_trio.memory.text.tokenize import index_terms, parse_query, stem_words
 
 
 def terms(query: str) -> list[tuple[str, int]]:

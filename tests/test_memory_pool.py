@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest_memory import new_store
 
-from lwc_trio.memory import pool
-from lwc_trio.memory.pool import checkin, checkout
+from lwc_trio.memory.storage import pool
+from lwc_trio.memory.storage.pool import checkin, checkout
 
 
 def open_descriptors(path: Path) -> int:

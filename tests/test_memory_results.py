@@ -11,14 +11,14 @@ from conftest_memory import new_store, page, put_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.indexer import (
+from lwc_trio.memory.index.indexer import (
     SNIPPET_SCAN,
     _ascii_bodies,
     _ascii_body,
     _first_offsets_spans,
     ascii_words,
 )
-from lwc_trio.memory.results import (
+from lwc_trio.memory.query.results import (
     _ELLIPSIS,
     LINKS_READ,
     SNIPPET_LEAD,
@@ -28,8 +28,8 @@ from lwc_trio.memory.results import (
     make_snippet,
     query_pattern,
 )
-from lwc_trio.memory.tokenize import plain_words, stem_words
-from lwc_trio.memory.tokenize import token_spans as _token_spans
+from lwc_trio.memory.text.tokenize import plain_words, stem_words
+from lwc_trio.memory.text.tokenize import token_spans as _token_spans
 
 
 def test_snippet_keeps_about_60_characters_before_the_match() -> None:
@@ -191,7 +191,7 @@ def test_at_most_65536_bodies_are_analyzed_at_once() -> None:
 
 
 # A deliberate reference implementation: `make_snippet` before its half-window shortcut, kept
-# line for line (so `duplicates` pairs it with lwc_trio/memory/results.py) as the oracle the
+# line for line (so `duplicates` pairs it with lwc_trio/memory/query/results.py) as the oracle the
 # property test below compares the shortcut with.
 def _whole_window_snippet(text: str, at: int) -> str:
     """`make_snippet` as it was, flattening the whole 4 × SNIPPET_WINDOW window every time."""

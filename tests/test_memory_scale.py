@@ -23,7 +23,8 @@ from conftest_memory import ask, new_project, new_store, page, put_pages
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from lwc_trio.memory import engine, fuzzy, search, typo_index
+from lwc_trio.memory.format import typo_index
+from lwc_trio.memory.query import engine, fuzzy, search
 
 HELD_BOUND_S = 0.06
 """The longest the memory work may keep a heartbeat thread from running, in CPU seconds of
@@ -90,7 +91,7 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_vocabulary_build_and_scans_never_hold_the_gil_for_long(big_store: Path) -> None:
     # numpy's import (~0.1 s CPU, once per process: the first large query pays it whatever
     # this test does) is not what is measured here.
-    importlib.import_module("lwc_trio.memory.vector")
+    importlib.import_module("lwc_trio.memory.query.vector")
     conn = sqlite3.connect(f"file:{big_store}?mode=ro", uri=True)
     built, scanned = [], []
     for attempt in range(2):

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from conftest_memory import add_source, ask, ids, new_project, new_store, page, put_pages
 
-from lwc_trio.memory.engine import MemoryCancelled
-from lwc_trio.memory.fuzzy import build_vocabulary
-from lwc_trio.memory.passages import ELISION
-from lwc_trio.memory.search import Ranking, search_store
-from lwc_trio.memory.tokenize import query_terms
-from lwc_trio.memory.writer import PageInput, Wiki
+from lwc_trio.memory.index.writer import PageInput, Wiki
+from lwc_trio.memory.query.engine import MemoryCancelled
+from lwc_trio.memory.query.fuzzy import build_vocabulary
+from lwc_trio.memory.query.passages import ELISION
+from lwc_trio.memory.query.search import Ranking, search_store
+from lwc_trio.memory.text.tokenize import query_terms
 from lwc_trio.protocol.tool import MAX_TOKENS_MAX
 
 RESULT_KEYS = [

@@ -19,17 +19,22 @@ import pytest
 from conftest_memory import ask, new_store, page, put_pages
 
 from lwc_trio.exceptions import StoreError, WikiError
-from lwc_trio.memory import search, vector
-from lwc_trio.memory.indexer import (
+from lwc_trio.memory.format.postings import (
+    decode_batch,
+    decode_postings,
+    encode_postings,
+    posting_count,
+)
+from lwc_trio.memory.index.indexer import (
     MAX_SEGMENTS,
     SNIPPET_SCAN,
     IndexBuffer,
     index_page,
     unindex_doc,
 )
-from lwc_trio.memory.postings import decode_batch, decode_postings, encode_postings, posting_count
-from lwc_trio.memory.search import best_first
-from lwc_trio.memory.writer import PageInput, Wiki
+from lwc_trio.memory.index.writer import PageInput, Wiki
+from lwc_trio.memory.query import search, vector
+from lwc_trio.memory.query.search import best_first
 
 WORDS = [
     "alpha",
@@ -162,7 +167,7 @@ def test_a_merge_takes_the_newest_segments_up_to_a_larger_one(sizes: list[int], 
     """A segment's size is the span of doc ids up to the next one (the newest: up to the
     write's next id)."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.indexer import _merge_firsts
+    from lwc_trio.memory.index.indexer import _merge_firsts
 
     assert MAX_SEGMENTS == 8  # the cases are written for it
     segs = [1 + sum(sizes[:at]) for at in range(len(sizes))]
@@ -185,7 +190,7 @@ def test_a_merge_picks_each_terms_segments_as_if_alone() -> None:
     to thousands, 1 to 12 rows, the newest one reaching past the write's next id or not):
     each term's segments are picked as its own alone."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.indexer import _merge_firsts
+    from lwc_trio.memory.index.indexer import _merge_firsts
 
     rng = random.Random(31)
     for _round in range(200):
@@ -394,7 +399,7 @@ def test_both_codecs_write_the_same_bytes_and_read_them_back() -> None:
     """`encode_batch` (numpy, every term of a bulk write at once) and `encode_postings`
     (plain, term by term) give the same blobs, and both decoders give back every value,
     escapes at each column's limit included."""
-    from lwc_trio.memory.postings import encode_batch
+    from lwc_trio.memory.format.postings import encode_batch
 
     rng = random.Random(21)
     for round_ in range(150):
@@ -457,7 +462,7 @@ def test_the_numpy_flush_writes_the_plain_flushs_index(
     postings with numpy or in plain Python: words sharing a stem, terms only in a title,
     non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, Pages rewritten within
     their batch and in a later one, and a removed one."""
-    from lwc_trio.memory import indexer
+    from lwc_trio.memory.index import indexer
 
     rng = random.Random(4)
     long_body = " ".join(rng.choice(WORDS) for _ in range(indexer.SNIPPET_SCAN // 4))
@@ -491,7 +496,7 @@ def test_merges_with_numpy_write_the_plain_merges_rows(
     """A bulk write's merge (numpy, every crowded term at once, a chunk of rows at a time)
     writes the rows the term-by-term merge writes: postings of rewritten and removed Pages
     dropped, heads kept in order, terms left with no live document emptied."""
-    from lwc_trio.memory import indexer
+    from lwc_trio.memory.index import indexer
 
     rng = random.Random(12)
     rounds: list[list[PageInput]] = []
@@ -541,11 +546,11 @@ def _store_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
 def test_the_analysis_process_writes_the_in_process_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bulk import analyzed by the second process (`memory/analysis.py`) writes exactly the
+    """A bulk import analyzed by the second process (`memory/index/analysis.py`) writes exactly the
     rows of the same import analyzed in-process: batches of several chunks, words sharing a
     stem, links, non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, and a second
     import where some Pages are unchanged (analyzed, not written), some rewritten."""
-    from lwc_trio.memory import analysis, writer
+    from lwc_trio.memory.index import analysis, writer
 
     rng = random.Random(24)
     long_body = " ".join(rng.choice(WORDS) for _ in range(SNIPPET_SCAN // 4))
@@ -595,7 +600,7 @@ def test_a_batch_whose_postings_come_in_several_parts_writes_the_in_process_inde
     """The analysis process sends a batch's postings encoded in parts of about
     `ENCODE_CHUNK` postings, each written as it comes: a batch of more postings than that
     writes the rows the in-process analysis writes."""
-    from lwc_trio.memory import indexer, writer
+    from lwc_trio.memory.index import indexer, writer
 
     rng = random.Random(7)
     pages = [
@@ -630,7 +635,7 @@ def test_a_dead_analysis_process_is_reported_whatever_was_sent() -> None:
     request whose answer the writer reads (the writer may see the end of the answers
     first). Every read says the process ended, the first and the next; an answer to
     nothing asked is an error too, never an IndexError."""
-    from lwc_trio.memory import analysis
+    from lwc_trio.memory.index import analysis
 
     worker = analysis.AnalysisWorker()
     try:
@@ -658,7 +663,7 @@ def test_an_analysis_process_that_dies_fails_only_the_batch_in_flight(
     """Fault injection: the analysis process is killed as a batch's Pages are all taken
     (its words and postings not sent yet). That batch fails with `internal_error` and is
     rolled back; the batches committed before stay, with their index; nothing hangs."""
-    from lwc_trio.memory import analysis
+    from lwc_trio.memory.index import analysis
 
     real_batch = analysis.AnalysisWorker.batch
     calls: list[int] = []
@@ -693,8 +698,8 @@ def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reaso
     analysis process's error comes back as the answer to the encoding request, after the
     batch's words: the batch fails with `internal_error` naming the reason and is rolled
     back, the first one stays."""
-    from lwc_trio.memory import analysis
-    from lwc_trio.memory.indexer import Placed
+    from lwc_trio.memory.index import analysis
+    from lwc_trio.memory.index.indexer import Placed
 
     real_place = analysis.AnalysisWorker.place
     calls: list[int] = []
@@ -717,7 +722,7 @@ def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reaso
 def test_a_merge_tells_live_documents_apart_however_sparse_their_ids(ids: list[int]) -> None:
     """Which posting ids are live: a table of the id range when the ids are dense, a binary
     search when they are sparse (a store may hold any id): the same answer."""
-    from lwc_trio.memory.indexer import _LiveDocs
+    from lwc_trio.memory.index.indexer import _LiveDocs
 
     np = pytest.importorskip("numpy")
     conn = sqlite3.connect(":memory:")
@@ -759,7 +764,7 @@ def test_a_bulk_import_analyzes_in_process_when_no_process_can_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No second process (a process limit, a sandbox): the import is analyzed here."""
-    from lwc_trio.memory import writer
+    from lwc_trio.memory.index import writer
 
     def refused() -> Any:
         raise BlockingIOError(11, "Resource temporarily unavailable")
@@ -777,7 +782,7 @@ def test_a_bulk_import_on_one_cpu_starts_no_second_process(
 ) -> None:
     """A process allowed one CPU only analyzes the Pages itself: a second process could not
     run beside it and would only add the cost of sending the text."""
-    from lwc_trio.memory import writer
+    from lwc_trio.memory.index import writer
 
     started: list[int] = []
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0}, raising=False)
@@ -799,7 +804,7 @@ def test_postings_grouped_a_range_of_terms_at_a_time_equal_a_plain_grouping(
     its groups, every range joined, are a plain grouping by (term, document) of the same
     postings, counts summed and the earliest first offset kept (−1: none)."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory import indexer
+    from lwc_trio.memory.index import indexer
 
     monkeypatch.setattr(indexer, "GROUP_BUCKET", bucket)
     rng = random.Random(term_count + bucket)
@@ -878,8 +883,8 @@ def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process
     blobs are those the in-process analysis of the same Pages gives, whichever process took
     which chunk, whichever Pages are left out and however many parts they come in."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory import indexer
-    from lwc_trio.memory.indexer import (
+    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index.indexer import (
         BatchAnalyzer,
         HeldPostings,
         _analyze,
@@ -950,8 +955,8 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
     checks the bytes: words sharing a hash (forced here: four hash values for all) are
     numbered by their strings, and the batch's index is the one distinct hashes give."""
     np = pytest.importorskip("numpy")
-    from lwc_trio.memory import indexer
-    from lwc_trio.memory.indexer import BatchAnalyzer, HeldPostings, held
+    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index.indexer import BatchAnalyzer, HeldPostings, held
 
     rng = random.Random(8)
     vocabulary = [*WORDS, "databases", "database", "abcdefghijklmnopq", "abcdefghijklmnopqrs"]
@@ -985,7 +990,7 @@ def test_a_merge_refuses_a_segment_that_is_not_a_blob(
 ) -> None:
     """A cloned store's segment row holding text where a blob belongs: the write whose
     merge reads it fails (its batch rolled back) instead of writing it back."""
-    from lwc_trio.memory import indexer
+    from lwc_trio.memory.index import indexer
 
     monkeypatch.setattr(indexer, "VECTOR_POSTINGS", vector_min)
     db = new_store(tmp_path)

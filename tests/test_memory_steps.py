@@ -13,10 +13,10 @@ import pytest
 from conftest_memory import new_store, page, put_pages
 from test_memory_scale import HELD_BOUND_S, Heartbeat
 
-from lwc_trio.memory import search, vector
-from lwc_trio.memory.fuzzy import build_vocabulary
-from lwc_trio.memory.postings import encode_postings
-from lwc_trio.memory.tokenize import parse_query
+from lwc_trio.memory.format.postings import encode_postings
+from lwc_trio.memory.query import search, vector
+from lwc_trio.memory.query.fuzzy import build_vocabulary
+from lwc_trio.memory.text.tokenize import parse_query
 
 DEAD = 800_000
 """Dead postings of `alpha` that outrank every live one."""
@@ -68,7 +68,7 @@ def test_ranking_past_many_dead_documents_holds_the_gil_briefly(dead_at_the_top:
     """The live Pages come back in rank order, and looking past the dead documents at the
     top never sorts them all in one call (one Python sort of their 800,000 tuples held the
     GIL for 0.13-0.23 s CPU)."""
-    importlib.import_module("lwc_trio.memory.vector")  # its import is not what is measured
+    importlib.import_module("lwc_trio.memory.query.vector")  # its import is not what is measured
     conn = sqlite3.connect(f"file:{dead_at_the_top}?mode=ro", uri=True)
     beats, answers = [], []
     for _attempt in range(2):

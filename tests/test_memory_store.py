@@ -14,8 +14,11 @@ import pytest
 from conftest_memory import add_source, ask, new_project, new_store, page, put_pages, snapshot
 
 from lwc_trio.exceptions import StoreError
-from lwc_trio.memory import engine, schema, store
-from lwc_trio.memory.store import (
+from lwc_trio.memory.format import schema
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.query import engine
+from lwc_trio.memory.storage import store
+from lwc_trio.memory.storage.store import (
     Interrupted,
     create_store,
     open_reader,
@@ -23,7 +26,6 @@ from lwc_trio.memory.store import (
     translate_error,
     write_transaction,
 )
-from lwc_trio.memory.writer import Wiki
 
 
 def meta(db: Path) -> dict[str, str]:

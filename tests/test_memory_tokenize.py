@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.tokenize import (
+from lwc_trio.memory.text.tokenize import (
     MAX_TERMS,
     STOP_WORDS,
     QueryTerm,

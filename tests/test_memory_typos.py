@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from conftest_memory import ask, new_project, page, put_pages
 
-from lwc_trio.memory import engine, fuzzy, pool
-from lwc_trio.memory.typo_index import WordIndex
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.format.typo_index import WordIndex
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.query import engine, fuzzy
+from lwc_trio.memory.storage import pool
 
 
 def _filler(rng: random.Random, count: int) -> list[str]:

@@ -24,10 +24,10 @@ from conftest_memory import (
 )
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory import writer
-from lwc_trio.memory.store import STORE_PATH_MAX
-from lwc_trio.memory.transfer import read_source_inputs
-from lwc_trio.memory.writer import MAX_PAGE_LINKS, MAX_TEXT_BYTES, Wiki
+from lwc_trio.memory.exchange.transfer import read_source_inputs
+from lwc_trio.memory.index import writer
+from lwc_trio.memory.index.writer import MAX_PAGE_LINKS, MAX_TEXT_BYTES, Wiki
+from lwc_trio.memory.storage.store import STORE_PATH_MAX
 
 
 def _cli_project(tmp_path: Path) -> tuple[Path, Path]:

@@ -15,8 +15,9 @@ from conftest import lwc_command
 from conftest_memory import ask, ids, new_project, new_store, page, put_pages
 
 from lwc_trio.exceptions import MemoryCancelled
-from lwc_trio.memory import engine, typo_index
-from lwc_trio.memory.tokenize import index_terms, tokenize
+from lwc_trio.memory.format import typo_index
+from lwc_trio.memory.query import engine
+from lwc_trio.memory.text.tokenize import index_terms, tokenize
 
 
 def test_recall_a_common_term_beside_an_unknown_one(tmp_path: Path) -> None:

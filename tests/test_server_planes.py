@@ -15,7 +15,7 @@ import trio
 from conftest import REPO, lwc_command
 from lwc_process import RawServer, call
 
-from lwc_trio.memory.passages import ELISION
+from lwc_trio.memory.query.passages import ELISION
 from lwc_trio.protocol.tool import MAX_TOKENS_MAX
 
 pytestmark = pytest.mark.slow

@@ -3,11 +3,12 @@
     scripts/bench graph-upkeep [--json] [--sizes 2000,20000]
 
 For each size, writes N linked Pages (three random `[[links]]` each, every tenth citing one of
-N/20 Sources) through the real writer (`lwc_trio.memory.writer.Wiki`, what the CLI calls), then
-measures in the same run, as medians of 5 (in process, no CLI start-up): a `page put` with the
-graph disabled (the baseline), one full `graph build`, and the same kind of `page put` with the
-graph built, which updates the projection inside the write. Check: the graph is still `ready`
-after the puts. Reported: the upkeep put against the baseline put and against a full build.
+N/20 Sources) through the real writer (`lwc_trio.memory.index.writer.Wiki`, what the CLI
+calls), then measures in the same run, as medians of 5 (in process, no CLI start-up): a `page
+put` with the graph disabled (the baseline), one full `graph build`, and the same kind of `page
+put` with the graph built, which updates the projection inside the write. Check: the graph is
+still `ready` after the puts. Reported: the upkeep put against the baseline put and against a
+full build.
 
 Exit 0 when the check holds, 1 when not.
 """
@@ -24,8 +25,8 @@ from typing import Any
 from benchmarks.fixtures import logger, scratch
 from benchmarks.stats import median, ms
 from benchmarks.table import emit, machine, machine_line, markdown_table
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.memory.storage.store import create_store
 
 RUNS = 5
 

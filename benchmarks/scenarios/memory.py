@@ -52,8 +52,8 @@ from benchmarks.scenarios.memory_floor import MAX_DOCUMENTS, check_floor_sql, fl
 from benchmarks.scenarios.memory_report import evaluate, machine_notes, render
 from benchmarks.stats import median, percentile
 from benchmarks.stdio import StdioClient
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.storage.store import create_store
 
 
 class Session:
@@ -233,7 +233,7 @@ def bench_size(size: int, n_queries: int, seed: int, tmp: Path, profile: bool) -
 
 def profile_engine(workspace: Path, home: Path, queries: list[tuple[str, str]]) -> str:
     """cProfile of the engine path (`explore_memory`) in this process over the same queries."""
-    from lwc_trio.memory.engine import MemoryQuery, explore_memory
+    from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
 
     def run() -> None:
         for _cat, q in queries:

@@ -7,8 +7,8 @@ import math
 import random
 from collections import Counter
 
-from lwc_trio.memory.tokenize import STOP_WORDS
-from lwc_trio.memory.writer import PageInput
+from lwc_trio.memory.index.writer import PageInput
+from lwc_trio.memory.text.tokenize import STOP_WORDS
 
 # Zipf ranks 1..~60 are English function words, as in real text: most of them are on the
 # tokenizer's stop list (never indexed), the rest ("from", "have", "also"…) become terms found

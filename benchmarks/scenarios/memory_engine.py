@@ -25,9 +25,9 @@ from pathlib import Path
 
 from benchmarks.scenarios.memory_corpus import Generator
 from benchmarks.stats import mean, median, percentile
-from lwc_trio.memory.engine import MemoryQuery, explore_memory
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
+from lwc_trio.memory.storage.store import create_store
 
 
 def build(root: Path, size: int, seed: int) -> list[str]:

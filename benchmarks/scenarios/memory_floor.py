@@ -6,8 +6,8 @@ import sqlite3
 import sys
 import time
 
-from lwc_trio.memory import search as engine_search
-from lwc_trio.memory.tokenize import query_terms
+from lwc_trio.memory.query import search as engine_search
+from lwc_trio.memory.text.tokenize import query_terms
 
 MAX_DOCUMENTS = 8  # the tool's default maxDocuments
 

@@ -110,7 +110,7 @@ from typing import Any
 import anyio.to_thread
 from mcp.server import MCPServer
 
-from lwc_trio.memory.engine import MemoryQuery, explore_memory
+from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
 from lwc_trio.paths import authorize_project_path
 
 WORKSPACE = Path(os.path.realpath(os.getcwd()))

@@ -61,13 +61,13 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.memory.discovery import StoreRef
-from lwc_trio.memory.engine import MemoryQuery, explore_memory, query_stores
-from lwc_trio.memory.fuzzy import build_vocabulary
-from lwc_trio.memory.search import DEFAULT_RANKING, Ranking, search_store
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.tokenize import query_terms
-from lwc_trio.memory.writer import PageInput, Wiki
+from lwc_trio.memory.index.writer import PageInput, Wiki
+from lwc_trio.memory.query.engine import MemoryQuery, explore_memory, query_stores
+from lwc_trio.memory.query.fuzzy import build_vocabulary
+from lwc_trio.memory.query.search import DEFAULT_RANKING, Ranking, search_store
+from lwc_trio.memory.storage.discovery import StoreRef
+from lwc_trio.memory.storage.store import create_store
+from lwc_trio.memory.text.tokenize import query_terms
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -438,10 +438,10 @@ def ablate(
     import contextlib
     import importlib
 
-    from lwc_trio.memory import search
+    from lwc_trio.memory.query import search
 
-    # `lwc_trio.memory.tokenize` is also a function name in the package: take the module.
-    tokenize = importlib.import_module("lwc_trio.memory.tokenize")
+    # `lwc_trio.memory.text.tokenize` is also a function name in the package: take the module.
+    tokenize = importlib.import_module("lwc_trio.memory.text.tokenize")
 
     titles = title_queries(docs)
     hard = sub_collections(docs, queries, qrels, 200, hard=True)
@@ -506,7 +506,7 @@ def ablate(
     def same(words: list[str]) -> list[str]:
         return list(words)
 
-    from lwc_trio.memory import indexer
+    from lwc_trio.memory.index import indexer
 
     with _patches((tokenize, "stem_words", same), (indexer, "stem_words", same)):
         tokenize._STEMS.clear()

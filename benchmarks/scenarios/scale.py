@@ -49,7 +49,7 @@ from benchmarks.scenarios.memory import Session
 from benchmarks.stats import median, percentile
 from benchmarks.stdio import StdioClient
 from benchmarks.table import emit, machine, machine_line, markdown_table
-from lwc_trio.memory.schema import FORMAT_VERSION
+from lwc_trio.memory.format.schema import FORMAT_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 FTS_BATCH = 1_000

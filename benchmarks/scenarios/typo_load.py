@@ -38,7 +38,7 @@ from benchmarks.fixtures import lwc_argv
 from benchmarks.messages import INITIALIZED, initialize, ping, tool_call
 from benchmarks.scenarios import vocab
 from benchmarks.stdio import StdioClient
-from lwc_trio.memory.schema import FORMAT_VERSION
+from lwc_trio.memory.format.schema import FORMAT_VERSION
 
 DEADLINE_S = 5.0
 SLACK_S = 0.05

@@ -40,14 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.exceptions import MemoryCancelled
-from lwc_trio.memory import engine
-from lwc_trio.memory.engine import MemoryQuery, explore_memory
-from lwc_trio.memory.indexer import FIELD_WEIGHTS, pack
-from lwc_trio.memory.postings import encode_postings
-from lwc_trio.memory.schema import FORMAT_VERSION
-from lwc_trio.memory.store import create_store
-from lwc_trio.memory.tokenize import STOP_WORDS, stem_words
-from lwc_trio.memory.typo_index import MIN_WORD
+from lwc_trio.memory.format.postings import encode_postings
+from lwc_trio.memory.format.schema import FORMAT_VERSION
+from lwc_trio.memory.format.typo_index import MIN_WORD
+from lwc_trio.memory.index.indexer import FIELD_WEIGHTS, pack
+from lwc_trio.memory.query import engine
+from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
+from lwc_trio.memory.storage.store import create_store
+from lwc_trio.memory.text.tokenize import STOP_WORDS, stem_words
 
 REPO = Path(__file__).resolve().parents[2]
 

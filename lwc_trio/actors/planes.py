@@ -40,7 +40,7 @@ from lwc_trio.protocol.session import JSON
 
 if TYPE_CHECKING:
     from lwc_trio.codegraph.plane import CodeQuery
-    from lwc_trio.memory.engine import MemoryQuery
+    from lwc_trio.memory.query.engine import MemoryQuery
 
 log = logging.getLogger("lwc.planes")
 
@@ -211,7 +211,7 @@ async def memory_engine(config: ServerConfig) -> AsyncIterator[Engine[MemoryQuer
 
         async def run(query: MemoryQuery) -> PlaneObject:
             # Imported on first use, not at start-up: initialize is answered sooner.
-            from lwc_trio.memory.engine import explore_memory
+            from lwc_trio.memory.query.engine import explore_memory
 
             cancelled = threading.Event()
             try:
@@ -278,7 +278,7 @@ class PlaneClient(Generic[Q]):
 
 def check_memory_arguments(args: ExploreArgs) -> None:
     """SPEC §2: more than 64 search terms is `invalid_query` when memory is asked."""
-    from lwc_trio.memory.tokenize import MAX_TERMS, surely_within_term_limit, tokenize
+    from lwc_trio.memory.text.tokenize import MAX_TERMS, surely_within_term_limit, tokenize
 
     query = args.query
     if surely_within_term_limit(query):
@@ -295,7 +295,7 @@ def check_memory_arguments(args: ExploreArgs) -> None:
 def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> MemoryQuery:
     """The memory plane's `MemoryQuery`, waiting for a writer's lock for `BUSY_SHARE` of
     the memory deadline."""
-    from lwc_trio.memory.engine import BUSY_SHARE, MemoryQuery
+    from lwc_trio.memory.query.engine import BUSY_SHARE, MemoryQuery
 
     return MemoryQuery(
         query=args.query,

@@ -33,7 +33,7 @@ from lwc_trio.faults import FaultPlan
 
 if TYPE_CHECKING:
     from lwc_trio.codegraph.plane import CodeQuery
-    from lwc_trio.memory.engine import MemoryQuery
+    from lwc_trio.memory.query.engine import MemoryQuery
 
 log = logging.getLogger("lwc.supervisor")
 

@@ -34,7 +34,7 @@ from lwc_trio.codegraph.runtime import (
     locate_binary,
     runtime_dir,
 )
-from lwc_trio.memory.discovery import find_project_store
+from lwc_trio.memory.storage.discovery import find_project_store
 from lwc_trio.paths import is_within, prohibited_roots
 
 __all__ = ["register"]

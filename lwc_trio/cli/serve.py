@@ -263,8 +263,8 @@ def preload_memory(workspace: Path, home: Path, scopes: frozenset[str]) -> bool:
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode) and st.st_size >= PRELOAD_STORE_BYTES:
-            importlib.import_module("lwc_trio.memory.engine")  # the first query's modules
-            importlib.import_module("lwc_trio.memory.search").import_vector()
+            importlib.import_module("lwc_trio.memory.query.engine")  # the first query's modules
+            importlib.import_module("lwc_trio.memory.query.search").import_vector()
             return True
     return False
 

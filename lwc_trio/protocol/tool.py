@@ -22,7 +22,7 @@ MAX_TOKENS_MIN: Final = 500
 MAX_TOKENS_MAX: Final = 20_000
 UNITS_PER_TOKEN: Final = 4
 """Cost units (UTF-8 bytes as compact JSON, plus one per CJK character) an estimated token
-stands for (`lwc_trio.memory.passages`)."""
+stands for (`lwc_trio.memory.query.passages`)."""
 MAX_RESULT_CHARS: Final = 262_144
 """The longest text block the tool can write, declared to Claude Code in `_meta` (over its
 50,000-character inline limit): the JSON-RPC line (≤ 512 KiB) carries the text twice (as the

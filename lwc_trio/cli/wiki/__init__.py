@@ -1,6 +1,6 @@
 """Wiki commands: init, page, source, search, config, graph, repair, export/import (SPEC §7).
 
-Every write goes through `lwc_trio.memory.writer` (validated, one transaction); refusals print
+Every write goes through `lwc_trio.memory.index.writer` (validated, one transaction); refusals print
 the error on stderr, exit 1, and leave the store unchanged.
 
 One module per group of commands; this one builds their parsers.
@@ -31,9 +31,9 @@ from lwc_trio.cli.wiki.sources import (
     source_show,
 )
 from lwc_trio.cli.wiki.transfer import export_store, import_store
-from lwc_trio.memory.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
-from lwc_trio.memory.slugs import MAX_SLUG_BYTES
-from lwc_trio.memory.writer import IMPORT_BATCH
+from lwc_trio.memory.format.slugs import MAX_SLUG_BYTES
+from lwc_trio.memory.index.writer import IMPORT_BATCH
+from lwc_trio.memory.query.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
 
 STRICT_HELP = (
     "for a DIR: refuse the whole import when a file is not UTF-8 text (default: skip and list it)"

@@ -15,7 +15,7 @@ from lwc_trio.cli.wiki.stores import (
 )
 from lwc_trio.cli.work import record_work
 from lwc_trio.exceptions import UsageError
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.index.writer import Wiki
 
 # LWC 0.16 names its graph engines; lwc has one (SQLite), so either name simply enables it.
 GRAPH_ENABLED = ("enabled", "grafeo", "surrealdb")

@@ -12,9 +12,9 @@ from typing import Any
 
 from lwc_trio.cli.output import emit, fail, notice, wants_json
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.store import WRITE_BUSY_TIMEOUT_S
-from lwc_trio.memory.walk import Skipped
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.exchange.walk import Skipped
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.storage.store import WRITE_BUSY_TIMEOUT_S
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -26,11 +26,11 @@ from lwc_trio.cli.wiki.stores import (
     write_scope,
 )
 from lwc_trio.exceptions import UsageError
-from lwc_trio.memory.engine import merge_rows, query_stores
-from lwc_trio.memory.tokenize import MAX_TERMS, tokenize
-from lwc_trio.memory.transfer import read_source_inputs
-from lwc_trio.memory.walk import Skipped
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.exchange.transfer import read_source_inputs
+from lwc_trio.memory.exchange.walk import Skipped
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.query.engine import merge_rows, query_stores
+from lwc_trio.memory.text.tokenize import MAX_TERMS, tokenize
 
 SEARCH_LIMIT_MAX = 50
 

@@ -11,16 +11,16 @@ from typing import Any
 
 from lwc_trio.cli.output import did_you_mean, fail
 from lwc_trio.exceptions import UsageError, WikiError
-from lwc_trio.memory.discovery import (
+from lwc_trio.memory.exchange.lwc_import import lwc_store_version
+from lwc_trio.memory.index.writer import Wiki
+from lwc_trio.memory.storage.discovery import (
     STORE_DIR,
     STORE_FILE,
     StoreRef,
     find_global_store,
     find_project_store,
 )
-from lwc_trio.memory.lwc_import import lwc_store_version
-from lwc_trio.memory.store import check_path_length, create_store
-from lwc_trio.memory.writer import Wiki
+from lwc_trio.memory.storage.store import check_path_length, create_store
 
 
 def home_dir() -> Path:

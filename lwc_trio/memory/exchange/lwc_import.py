@@ -27,11 +27,11 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.bounds import IDENT_MAX, KIND_MAX, STAMP_MAX, SUMMARY_MAX, TITLE_MAX
-from lwc_trio.memory.lwc_files import private_copy
-from lwc_trio.memory.schema import lwc_header_version
-from lwc_trio.memory.slugs import USER_PROVENANCE, slug_problem
-from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, SourceInput, source_id
+from lwc_trio.memory.exchange.lwc_files import private_copy
+from lwc_trio.memory.format.schema import lwc_header_version
+from lwc_trio.memory.format.slugs import USER_PROVENANCE, slug_problem
+from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, SourceInput, source_id
+from lwc_trio.memory.query.bounds import IDENT_MAX, KIND_MAX, STAMP_MAX, SUMMARY_MAX, TITLE_MAX
 
 __all__ = [
     "FIELD_LIMITS",

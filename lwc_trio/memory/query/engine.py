@@ -17,14 +17,12 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged, StoreError
-from lwc_trio.memory.bounds import bound_body, bound_neighborhood, bound_row
-from lwc_trio.memory.cache import RevisionCache
-from lwc_trio.memory.discovery import StoreRef, project_store_above
-from lwc_trio.memory.graph import graph_item, graph_status, read_neighborhood
-from lwc_trio.memory.handles import Handles
-from lwc_trio.memory.passages import UNITS_PER_TOKEN, cost
-from lwc_trio.memory.pool import Reader, checkin, checkout
-from lwc_trio.memory.results import (
+from lwc_trio.memory.format.typo_index import WordIndex
+from lwc_trio.memory.format.typo_index import request as typo_request
+from lwc_trio.memory.index.graph import graph_item, graph_status, read_neighborhood
+from lwc_trio.memory.query.bounds import bound_body, bound_neighborhood, bound_row
+from lwc_trio.memory.query.passages import UNITS_PER_TOKEN, cost
+from lwc_trio.memory.query.results import (
     PageBody,
     ResultRow,
     dumps_compact,
@@ -33,16 +31,18 @@ from lwc_trio.memory.results import (
     read_from,
     read_hits,
 )
-from lwc_trio.memory.search import Hit, load_degrees, search_store
-from lwc_trio.memory.store import (
+from lwc_trio.memory.query.search import Hit, load_degrees, search_store
+from lwc_trio.memory.storage.cache import RevisionCache
+from lwc_trio.memory.storage.discovery import StoreRef, project_store_above
+from lwc_trio.memory.storage.handles import Handles
+from lwc_trio.memory.storage.pool import Reader, checkin, checkout
+from lwc_trio.memory.storage.store import (
     Interrupted,
     StoreInfo,
     begin_read_cookie,
     translate_error,
 )
-from lwc_trio.memory.tokenize import MAX_TERMS, QueryTerm, parse_query
-from lwc_trio.memory.typo_index import WordIndex
-from lwc_trio.memory.typo_index import request as typo_request
+from lwc_trio.memory.text.tokenize import MAX_TERMS, QueryTerm, parse_query
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 __all__ = [

@@ -25,7 +25,7 @@ import attrs
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from lwc_trio.memory.typo_index import BoundIndex
+from lwc_trio.memory.format.typo_index import BoundIndex
 
 __all__ = [
     "MAX_CORRECTIONS",
@@ -300,7 +300,7 @@ def _narrowed(
     compute them twice: the same value)."""
     if len(words) < FILTER_MIN or most >= 32:
         return words
-    from lwc_trio.memory import vector  # numpy: imported by large stores only
+    from lwc_trio.memory.query import vector  # numpy: imported by large stores only
 
     sigs = signatures.get(key)
     if sigs is None or len(sigs) != len(words):  # a group read again: computed again

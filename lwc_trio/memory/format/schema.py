@@ -41,7 +41,7 @@ def placeholders(count: int) -> str:
 
 
 # The search index (format 6) is plain tables the CLI maintains with the analyzer of
-# `lwc_trio.memory.tokenize` (folded, stemmed terms; CJK characters and pairs):
+# `lwc_trio.memory.text.tokenize` (folded, stemmed terms; CJK characters and pairs):
 # - `search_docs`: one row per live Page or Source, with what the ranking needs per candidate
 #   already worked out at write time (title and path terms, the generic flag) and its length
 #   in terms (a rewrite takes back its frequencies by analyzing the old row's text again).
@@ -159,7 +159,7 @@ DDL: tuple[str, ...] = (
 
 def _rebuild_search_index(conn: sqlite3.Connection) -> None:
     # Imported here: the indexer needs the analyzer, which schema checks never do.
-    from lwc_trio.memory.indexer import reindex_all
+    from lwc_trio.memory.index.indexer import reindex_all
 
     reindex_all(conn)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.indexer import (
+from lwc_trio.memory.index.indexer import (
     AnalyzedChunk,
     BatchAnalyzer,
     EncodedPart,
@@ -57,7 +57,7 @@ _IN_FLIGHT = 2
 """Chunks sent to the worker and not answered yet, at most."""
 _FRAME = struct.Struct("<QB")
 """A frame's header: its length, and 1 when it is its request's last answer."""
-_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGE = Path(__file__).resolve().parents[2]
 """The `lwc_trio` package this process runs: the worker runs the same one."""
 _BOOT = """\
 import importlib.util, sys
@@ -66,7 +66,7 @@ spec = importlib.util.spec_from_file_location(
 package = importlib.util.module_from_spec(spec)
 sys.modules["lwc_trio"] = package
 spec.loader.exec_module(package)
-from lwc_trio.memory.analysis import main
+from lwc_trio.memory.index.analysis import main
 sys.exit(main())
 """
 """The worker's start. `python -I` puts neither the working directory (a cloned repository

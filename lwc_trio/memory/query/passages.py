@@ -30,8 +30,8 @@ from itertools import repeat
 
 import attrs
 
-from lwc_trio.memory.search import DEFAULT_RANKING, idf
-from lwc_trio.memory.tokenize import STOP_WORDS, index_terms, stem_words
+from lwc_trio.memory.query.search import DEFAULT_RANKING, idf
+from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, stem_words
 from lwc_trio.protocol.units import cost
 
 __all__ = [

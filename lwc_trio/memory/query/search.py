@@ -33,8 +33,11 @@ from typing import Protocol, TypeVar, overload
 import attrs
 
 from lwc_trio.exceptions import MemoryCancelled
-from lwc_trio.memory.cache import RevisionCache
-from lwc_trio.memory.fuzzy import (
+from lwc_trio.memory.format.postings import decode_postings, posting_count
+from lwc_trio.memory.format.schema import placeholders
+from lwc_trio.memory.format.typo_index import BoundIndex, WordIndex
+from lwc_trio.memory.index.indexer import GENERIC_TERMS, unpack
+from lwc_trio.memory.query.fuzzy import (
     MAX_CORRECTIONS,
     TITLE_CUTOFF,
     Vocabulary,
@@ -43,11 +46,8 @@ from lwc_trio.memory.fuzzy import (
     near_words,
     similar_words,
 )
-from lwc_trio.memory.indexer import GENERIC_TERMS, unpack
-from lwc_trio.memory.postings import decode_postings, posting_count
-from lwc_trio.memory.schema import placeholders
-from lwc_trio.memory.tokenize import QueryTerm
-from lwc_trio.memory.typo_index import BoundIndex, WordIndex
+from lwc_trio.memory.storage.cache import RevisionCache
+from lwc_trio.memory.text.tokenize import QueryTerm
 
 __all__ = [
     "CANDIDATE_FACTOR",
@@ -244,7 +244,7 @@ def _vector(postings: int) -> ModuleType | None:
         return None
     if not _VECTOR:
         try:
-            _VECTOR.append(importlib.import_module("lwc_trio.memory.vector"))
+            _VECTOR.append(importlib.import_module("lwc_trio.memory.query.vector"))
         except ImportError:  # pragma: no cover - numpy is a dependency
             _VECTOR.append(None)
     return _VECTOR[0]

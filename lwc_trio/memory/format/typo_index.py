@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, 
 from typing import Any
 
 from lwc_trio.exceptions import MemoryCancelled
-from lwc_trio.memory.schema import placeholders
+from lwc_trio.memory.format.schema import placeholders
 
 __all__ = [
     "MAX_INITIALS",

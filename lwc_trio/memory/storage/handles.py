@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Final
 
 from lwc_trio.exceptions import StoreChanged, StoreError
-from lwc_trio.memory.discovery import StoreRef
-from lwc_trio.memory.schema import check_header
+from lwc_trio.memory.format.schema import check_header
+from lwc_trio.memory.storage.discovery import StoreRef
 from lwc_trio.paths import text_within
 
 __all__ = [

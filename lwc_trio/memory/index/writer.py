@@ -21,15 +21,16 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import StoreError, WikiError
-from lwc_trio.memory.analysis import AnalysisWorker, Analyzed
-from lwc_trio.memory.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
-from lwc_trio.memory.graph import (
+from lwc_trio.memory.format.schema import placeholders
+from lwc_trio.memory.format.slugs import USER_PROVENANCE, order_provenance, slug_problem
+from lwc_trio.memory.index.analysis import AnalysisWorker, Analyzed
+from lwc_trio.memory.index.graph import (
     build_projection,
     graph_status,
     refresh_projection,
     stale_before,
 )
-from lwc_trio.memory.indexer import (
+from lwc_trio.memory.index.indexer import (
     MAX_SEGMENTS,
     IndexBuffer,
     index_page,
@@ -38,10 +39,9 @@ from lwc_trio.memory.indexer import (
     reindex_all,
     unindex_doc,
 )
-from lwc_trio.memory.links import extract_links
-from lwc_trio.memory.schema import placeholders
-from lwc_trio.memory.slugs import USER_PROVENANCE, order_provenance, slug_problem
-from lwc_trio.memory.store import open_writer, read_info, utc_now, write_transaction
+from lwc_trio.memory.query.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
+from lwc_trio.memory.storage.store import open_writer, read_info, utc_now, write_transaction
+from lwc_trio.memory.text.links import extract_links
 
 __all__ = [
     "MAX_PAGE_LINKS",
@@ -76,7 +76,7 @@ held in memory until its commit while the next batch is read: a 300,000-Page imp
 at 977-983 MiB for its two processes together (docs/decisions.md, "Bulk writes, eleventh
 round")."""
 ANALYSIS_WORKER_PAGES = 1000
-"""Pages from which `put_pages` analyzes them in a second process (`memory/analysis.py`)
+"""Pages from which `put_pages` analyzes them in a second process (`memory/index/analysis.py`)
 while it writes: starting one costs a Python start-up (~0.1 s), which a `lwc page put` or a
 small folder never pays."""
 RECORDED_WORDS = 1_000_000

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from lwc_trio.memory.store import StoreInfo
+from lwc_trio.memory.storage.store import StoreInfo
 
 __all__ = [
     "NEIGHBORHOOD_LIMIT",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from lwc_trio.memory.slugs import is_valid_slug
+from lwc_trio.memory.format.slugs import is_valid_slug
 
 __all__ = ["extract_links", "strip_code"]
 

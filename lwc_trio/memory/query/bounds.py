@@ -16,8 +16,8 @@ from typing import Any, Final
 import attrs
 
 from lwc_trio.exceptions import StoreError
-from lwc_trio.memory.results import SNIPPET_MAX, PageBody, ResultRow
-from lwc_trio.memory.slugs import PROVENANCE_ORDER
+from lwc_trio.memory.format.slugs import PROVENANCE_ORDER
+from lwc_trio.memory.query.results import SNIPPET_MAX, PageBody, ResultRow
 
 __all__ = [
     "IDENT_MAX",

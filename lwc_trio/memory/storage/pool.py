@@ -24,9 +24,9 @@ from typing import Final
 import attrs
 
 from lwc_trio.exceptions import StoreChanged
-from lwc_trio.memory import handles
-from lwc_trio.memory.handles import STORE_DIR_FLAGS, inspect_store
-from lwc_trio.memory.store import PROGRESS_STEPS, open_reader
+from lwc_trio.memory.storage import handles
+from lwc_trio.memory.storage.handles import STORE_DIR_FLAGS, inspect_store
+from lwc_trio.memory.storage.store import PROGRESS_STEPS, open_reader
 
 PER_THREAD: Final = 4
 """Connections kept by one worker thread (least recently used go first)."""

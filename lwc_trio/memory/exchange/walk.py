@@ -29,7 +29,7 @@ from typing import Protocol
 import attrs
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.writer import MAX_TEXT_BYTES, PageInput, decode_source
+from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, decode_source
 
 __all__ = [
     "SKIPPED_DIRS",

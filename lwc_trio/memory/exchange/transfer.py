@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory import walk
-from lwc_trio.memory.walk import Skipped
-from lwc_trio.memory.writer import (
+from lwc_trio.memory.exchange import walk
+from lwc_trio.memory.exchange.walk import Skipped
+from lwc_trio.memory.index.writer import (
     MAX_TEXT_BYTES,
     CheckedPages,
     CheckedSources,

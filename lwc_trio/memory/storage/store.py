@@ -23,8 +23,7 @@ from urllib.parse import quote
 import attrs
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError
-from lwc_trio.memory.handles import open_checked
-from lwc_trio.memory.schema import (
+from lwc_trio.memory.format.schema import (
     DDL,
     FORMAT_VERSION,
     MIGRATIONS,
@@ -33,6 +32,7 @@ from lwc_trio.memory.schema import (
     parse_count,
     read_format_version,
 )
+from lwc_trio.memory.storage.handles import open_checked
 
 __all__ = [
     "READ_BUSY_SLICE_MS",

@@ -22,16 +22,17 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from lwc_trio.exceptions import StoreError
-from lwc_trio.memory.links import extract_links
-from lwc_trio.memory.postings import (
+from lwc_trio.memory.format.postings import (
     MAX_VALUE,
     decode_batch,
     decode_postings,
     encode_batch,
     encode_postings,
 )
-from lwc_trio.memory.schema import placeholders
-from lwc_trio.memory.tokenize import (
+from lwc_trio.memory.format.schema import placeholders
+from lwc_trio.memory.format.typo_index import record_words
+from lwc_trio.memory.text.links import extract_links
+from lwc_trio.memory.text.tokenize import (
     STOP_WORDS,
     has_cjk,
     index_terms,
@@ -39,7 +40,6 @@ from lwc_trio.memory.tokenize import (
     stem_words,
     token_spans,
 )
-from lwc_trio.memory.typo_index import record_words
 
 __all__ = [
     "FIELD_WEIGHTS",
@@ -1333,7 +1333,7 @@ def _counted(own: IndexBuffer, doc_id: int, length: int, heads: Iterable[str]) -
 
 class PageAnalysis(NamedTuple):
     """What `index_page` works out from a Page's text alone, done by a `BatchAnalyzer`
-    (in a bulk import's second process, `memory/analysis.py`)."""
+    (in a bulk import's second process, `memory/index/analysis.py`)."""
 
     length: int
     title_terms: list[str]

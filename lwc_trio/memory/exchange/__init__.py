@@ -1,0 +1,1 @@
+"""Wikis in and out: JSONL and Markdown import/export, folder walks, LWC stores."""

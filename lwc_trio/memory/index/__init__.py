@@ -1,0 +1,1 @@
+"""The write side: the `Wiki` facade, document indexing, the analysis process, the graph."""

@@ -1,0 +1,1 @@
+"""The read side: the engine, search and typo correction, results, passages and bounds."""

@@ -1,0 +1,1 @@
+"""Opening stores safely: directory handles, connections and their pool, discovery, caches."""

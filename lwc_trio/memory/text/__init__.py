@@ -1,0 +1,1 @@
+"""Text analysis shared by the write and the read side: the tokenizer, link extraction."""
