@@ -4,6 +4,7 @@ what their docstrings say (the scenarios themselves run in tests/test_soak.py)."
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.registry import SCENARIOS, find
+from benchmarks.scenarios.docs import main as docs_main
+from benchmarks.scenarios.docs_baselines import reading as baseline_reading
+from benchmarks.scenarios.docs_corpus import Page as DocsPage
+from benchmarks.scenarios.docs_corpus import Question as DocsQuestion
+from benchmarks.scenarios.docs_corpus import gold_section, paragraphs, sections, text_of
+from benchmarks.scenarios.docs_metrics import lwc_reading, summarize
 from benchmarks.stats import percentile
 from benchmarks.table import markdown_table
 
@@ -61,3 +68,149 @@ def test_markdown_table_pads_and_aligns() -> None:
         "| a    |  1 |",
         "| bbb  | 22 |",
     ]
+
+
+# -- scripts/bench docs: the figures, each against a value worked out by hand -----------------
+
+_GUIDE = (
+    "[…]\n\n"
+    "§ Guide › Install\nRun the installer with these flags:\n\n[…]\n\n"
+    "§ Guide › Tips\n:::tip\n\n[…]\n\n"
+    "§ Usage\n\n[…]\n\n"
+    "§ Usage\nCall `run()` to start;  it returns the\nresult code.\n\n:::\n\n[…]\n\n"
+    "§ Usage\nOptions are many …"
+)
+_FAQ = "Use `--Force` to   overwrite.\n"
+
+
+def _answer() -> str:
+    """An lwc_explore text block: `guide` sent cut (five passages), `faq` whole."""
+    row = {"scope": "project", "type": "page", "title": "T", "snippet": "…", "rank": -1.0}
+    page = {"scope": "project", "title": "T", "links": []}
+    answer = {
+        "memory": {
+            "state": "ready",
+            "results": [{**row, "identifier": "guide"}, {**row, "identifier": "faq"}],
+            "pages": [
+                {
+                    **page,
+                    "slug": "guide",
+                    "body": _GUIDE,
+                    "truncated": True,
+                    "outline": ["## Install", "## Usage"],
+                    "more": "[[guide]]",
+                },
+                {**page, "slug": "faq", "body": _FAQ, "truncated": False},
+            ],
+        },
+        "projectPath": "/w",
+    }
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_docs_lwc_passages_orphans_and_spans() -> None:
+    """lwc's cut body splits on `[…]` lines; `§ ` lines are heading path; orphans by kind
+    (a closing `:::` introduces nothing); spans match with whitespace collapsed, case kept."""
+    reading = lwc_reading(_answer())
+    texts = [p.text for p in reading.passages]
+    assert texts == [
+        "Run the installer with these flags:",
+        ":::tip",
+        "",
+        "Call `run()` to start;  it returns the\nresult code.\n\n:::",
+        "Options are many …",
+    ]
+    assert [p.orphan() for p in reading.passages] == ["colon", "opener", "heading", None, None]
+    # "§ Guide › Install" is 20 UTF-8 bytes (§ and › are 2 and 3), "§ Guide › Tips" 17,
+    # "§ Usage" 8; each line with its newline: 21 + 18 + 9 + 9 + 9.
+    assert [p.path_bytes for p in reading.passages] == [21, 18, 9, 9, 9]
+    assert [p.elided_after for p in reading.passages] == [True, True, True, True, False]
+    assert reading.split.total == len(_answer().encode())
+    bodies = sum(len(json.dumps(b, ensure_ascii=False).encode()) for b in (_GUIDE, _FAQ))
+    assert reading.split.bodies == bodies
+
+    q1 = DocsQuestion(
+        "q1", "?", "faq", "S", ("it returns the result code", "use `--Force`"), "how-to"
+    )
+    q2 = DocsQuestion("q2", "?", "faq", "S", ("Use `--Force` to overwrite.",), "how-to", ("guide",))
+    f = summarize([q1, q2], [reading, reading])
+    assert (f["page@1"], f["page@3"]) == (0.5, 1.0)  # q1's faq is second; q2 counts `also`
+    assert (f["spans_all"], f["spans_any"]) == (0.5, 1.0)  # q1 misses the lowercase "use"
+    assert (f["gold_sent"], f["gold_all_when_sent"]) == (1.0, 0.5)
+    assert f["passages_per_cut_page"] == 5.0
+    # 35 + 6 + 0 + 56 + 18 characters over five passages, the third one being only a path.
+    assert (f["passage_mean"], f["passage_median"], f["under_200"]) == (23.0, 18, 1.0)
+    assert f["path_share"] == 66 * 2 / (2 * len(_GUIDE.encode()))
+    assert (f["orphans"], f["orphans_colon"], f["orphans_opener"], f["orphans_heading"]) == (
+        6, 2, 2, 2,
+    )  # fmt: skip
+    assert f["cut_share"] == 0.2
+
+
+_PAGE = (
+    "Intro line.\n\n"
+    "# Tool {#tool}\n\nInstall it:\n\n```sh\n# not a heading\n\nmake install\n```\n\n"
+    "## Use ##\n\nRun it.\n\nThen stop.\n"
+)
+
+
+def test_docs_sections_paragraphs_and_a_baseline_answer() -> None:
+    """Markdown cut at ATX headings outside fences (anchors and closing #s dropped), blank-line
+    paragraphs with a fence whole; a baseline packs chunks to its budget, cuts the last, and
+    an elision follows a chunk unless the next one returned is its successor."""
+    page = DocsPage("p", "P", _PAGE)
+    cut = sections(page)
+    assert [(c.level, c.path, c.head) for c in cut] == [
+        (0, (), 0), (1, ("Tool",), 14), (2, ("Tool", "Use"), 9),
+    ]  # fmt: skip
+    paras = paragraphs(page)
+    assert [text_of(page, c) for c in paras] == [
+        "Intro line.", "Install it:", "```sh\n# not a heading\n\nmake install\n```", "Run it.",
+        "Then stop.",
+    ]  # fmt: skip
+    assert gold_section(page, "Tool") == _PAGE[_PAGE.index("# Tool") :].rstrip()
+
+    # 11 + 7 characters whole, then 7 of "Then stop." to reach 25.
+    answer = baseline_reading({"p": page}, paras, [1, 3, 4, 0, 2], 25)
+    assert [(p.text, p.orphan(), p.cut) for p in answer.passages] == [
+        ("Install it:", "colon", False), ("Run it.", None, False), ("Then st", None, True),
+    ]  # fmt: skip
+    assert answer.bodies == (("p", "Install it:\n\n[…]\n\nRun it.\n\nThen st"),)
+    assert answer.ranking == ("p",)
+
+    whole = baseline_reading({"p": page}, cut, [1, 2, 0], 1000)
+    assert [p.elided_after for p in whole.passages] == [False, True, False]
+    assert [p.path_bytes for p in whole.passages] == [15, 10, 0]  # "# Tool {#tool}", "## Use ##"
+    assert whole.passages[1].text == "Run it.\n\nThen stop."
+
+
+def test_docs_scenario_asks_the_real_lwc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bench docs` imports a corpus with the real lwc, asks it over stdio and reports the
+    figures and whole answers (lwc only: the test extra has no bm25s)."""
+    folder = tmp_path / "data" / "tiny"
+    folder.mkdir(parents=True)
+    pages = [
+        {"slug": "install", "title": "Installing", "body": "# Installing\n\n## Linux\n\n"
+         "Run `tool setup --system` as root to install the daemon.\n"},
+        {"slug": "colors", "title": "Colours", "body": "Set `theme = dark` in the config file.\n"},
+    ]  # fmt: skip
+    questions = [
+        {"id": "t-1", "question": "how do I install the daemon on linux", "slug": "install",
+         "section": "Linux", "spans": ["Run `tool setup --system` as root"], "kind": "how-to"},
+        {"id": "t-2", "question": "dark theme colours", "slug": "colors", "section": "Linux",
+         "spans": ["Set `theme = dark`"], "kind": "how-to"},
+    ]  # fmt: skip
+    for name, rows in (("pages", pages), ("questions", questions)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["--data", str(folder.parent), "--corpus", "tiny", "--no-baselines", "--json"]
+    assert docs_main([*argv, "--dump", str(tmp_path / "dump")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    lwc = result["pooled"]["lwc"]
+    assert (lwc["questions"], lwc["page@1"], lwc["spans_all"]) == (2, 1.0, 1.0)
+    assert lwc["split"]["bodies"] > 0
+    assert [q["verdict"] for q in result["questions"]["tiny"]] == ["all spans", "all spans"]
+    shown = (tmp_path / "dump" / "t-1.txt").read_text()
+    assert "Q: how do I install the daemon on linux" in shown
+    assert "Run `tool setup --system` as root" in shown
