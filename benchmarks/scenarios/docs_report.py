@@ -156,12 +156,15 @@ def render(question: Question, text: str, diagnosis: Diagnosis) -> str:
         f"[{'x' if hit else ' '}] {span!r}"
         for span, hit in zip(question.spans, diagnosis.found, strict=True)
     )
+    if diagnosis.sent_chars and not diagnosis.gold_passages:
+        sent = "its Page sent whole"
+    else:
+        sent = f"{diagnosis.sent_chars:,} ch of it sent in {diagnosis.gold_passages} passages"
     out = [
         f"==== {question.qid} ({question.kind}) ====",
         f"Q: {question.text}",
         f"gold: {question.slug} § {question.section} "
-        f"({diagnosis.section_chars:,} ch; rank {diagnosis.rank or '-'}; "
-        f"{diagnosis.sent_chars:,} ch of it sent in {diagnosis.gold_passages} passages)",
+        f"({diagnosis.section_chars:,} ch; rank {diagnosis.rank or '-'}; {sent})",
         f"spans: {marks}",
         f"verdict: {diagnosis.verdict}",
         f"text block: {len(text.encode()):,} bytes",
