@@ -27,7 +27,8 @@ from lwc_trio.cli.wiki.stores import (
     suggesting,
     write_scope,
 )
-from lwc_trio.memory.exchange.transfer import EXPORT_MARKER, parse_jsonl, parse_page_text
+from lwc_trio.memory.exchange.export import EXPORT_MARKER
+from lwc_trio.memory.exchange.transfer import parse_jsonl, parse_page_text
 from lwc_trio.memory.exchange.walk import Skipped, page_inputs
 from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, CheckedPages, PageInput, Wiki
 

@@ -11,6 +11,7 @@ from lwc_trio.cli.output import fail
 from lwc_trio.cli.wiki.console import Progress, handles_errors, open_wiki, out, page_counts
 from lwc_trio.cli.wiki.stores import create_for_scope, find_store, require_store, write_scope
 from lwc_trio.exceptions import UsageError
+from lwc_trio.memory.exchange.export import export_wiki, import_wiki
 from lwc_trio.memory.exchange.lwc_files import remove_quietly, swap_in
 from lwc_trio.memory.exchange.lwc_import import (
     LwcWiki,
@@ -18,7 +19,6 @@ from lwc_trio.memory.exchange.lwc_import import (
     read_lwc_store,
     resolve_lwc_path,
 )
-from lwc_trio.memory.exchange.transfer import export_wiki, import_wiki
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.storage.store import create_store
 

@@ -8,7 +8,6 @@ so the same store always exports to the same bytes and diffs well under version 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import weakref
@@ -25,23 +24,19 @@ from lwc_trio.memory.index.writer import (
     CheckedSources,
     PageInput,
     SourceInput,
-    Wiki,
     decode_source,
-    source_id,
     validate_page,
 )
 
 Progress = Callable[[int, int], None]
 
 __all__ = [
-    "EXPORT_MARKER",
     "PAGE_KEYS",
     "SOURCE_KEYS",
     "JsonlPages",
     "SourceFiles",
-    "export_wiki",
     "format_front_matter",
-    "import_wiki",
+    "optional_text",
     "page_from_mapping",
     "parse_front_matter",
     "parse_jsonl",
@@ -94,6 +89,11 @@ def _text(value: Any, field: str, where: str, *, optional: bool = False) -> str 
     if not isinstance(value, str):
         raise WikiError("invalid_import", f"{where}: {field} must be a string")
     return value
+
+
+def optional_text(value: Any, field: str, where: str) -> str | None:
+    """`value` when it is a string or None. Raises `WikiError` naming `field` otherwise."""
+    return _text(value, field, where, optional=True)
 
 
 def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
@@ -302,110 +302,3 @@ def read_source_inputs(
     return SourceFiles(
         [(functools.partial(_read_source, target), title or target.name, origin, digest)]
     )
-
-
-# ------------------------------------------------------------------- whole-store export
-
-EXPORT_MARKER = "lwc-export.json"
-_MARKER_TEXT = '{"format": "lwc-wiki-export", "version": 1}\n'
-
-
-def export_wiki(wiki: Wiki, target: Path, progress: Progress | None = None) -> dict[str, int]:
-    """Write every Page and Source of `wiki` under `target` (pages/, sources/).
-
-    `target` must be absent, empty or an earlier export (it has `lwc-export.json`); files of
-    Pages and Sources that no longer exist are removed so the tree mirrors the store. Raises
-    `WikiError`.
-    """
-    if target.exists() and any(target.iterdir()) and not (target / EXPORT_MARKER).is_file():
-        raise WikiError(
-            "export_target_not_empty", f"{target} is not empty and not an earlier lwc export"
-        )
-    slugs = [row["slug"] for row in wiki.list_pages()]
-    folded: dict[str, str] = {}
-    for slug in slugs:
-        other = folded.setdefault(slug.casefold(), slug)
-        if other != slug:
-            raise WikiError(
-                "export_name_collision",
-                f"pages {other!r} and {slug!r} differ only in case and would share a file name",
-            )
-    pages_dir, sources_dir = target / "pages", target / "sources"
-    pages_dir.mkdir(parents=True, exist_ok=True)
-    sources_dir.mkdir(exist_ok=True)
-    (target / EXPORT_MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
-    written_pages: set[str] = set()
-    for done, slug in enumerate(slugs, start=1):
-        row = wiki.get_page(slug)
-        fields = {
-            "slug": row["slug"], "title": row["title"], "kind": row["kind"],
-            "summary": row["summary"], "sources": row["sources"],
-            "provenance": row["provenance"], "created_at": row["createdAt"],
-            "updated_at": row["updatedAt"],
-        }  # fmt: skip
-        _write(pages_dir / f"{slug}.md", format_front_matter(fields, PAGE_KEYS, row["body"]))
-        written_pages.add(f"{slug}.md")
-        if progress is not None:
-            progress(done, len(slugs))
-    written_sources: set[str] = set()
-    for ident, title, origin, digest, created, content in wiki.iter_sources():
-        fields = {
-            "id": ident, "title": title, "origin": origin, "content_hash": digest,
-            "created_at": created,
-        }  # fmt: skip
-        _write(sources_dir / f"{ident}.md", format_front_matter(fields, SOURCE_KEYS, content))
-        written_sources.add(f"{ident}.md")
-    for directory, keep in ((pages_dir, written_pages), (sources_dir, written_sources)):
-        for stale in directory.glob("*.md"):
-            if stale.name not in keep:
-                stale.unlink()
-    return {"pages": len(written_pages), "sources": len(written_sources)}
-
-
-def _write(path: Path, text: str) -> None:
-    # newline="" keeps the body's own line endings byte for byte.
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-
-
-def _read_source_file(path: Path) -> SourceInput:
-    text = read_text(path)
-    parsed = parse_front_matter(text, name=str(path))
-    if parsed is None:
-        raise WikiError("invalid_import", f"{path}: a source file needs front matter")
-    fields, content = parsed
-    where = str(path)
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    if fields.get("content_hash") != digest or fields.get("id") != source_id(digest):
-        raise WikiError("invalid_import", f"{where}: content does not match its id and hash")
-    return SourceInput(
-        title=_text(fields.get("title"), "title", where) or "",
-        origin=_text(fields.get("origin"), "origin", where, optional=True),
-        content=content,
-        content_hash=digest,
-        created_at=_text(fields.get("created_at"), "created_at", where, optional=True),
-    )
-
-
-def import_wiki(wiki: Wiki, source: Path, progress: Progress | None = None) -> dict[str, Any]:
-    """Load an export tree into `wiki`: Sources first, then Pages in batches.
-
-    Everything is parsed and checked (slugs, provenance, cited Sources present in the tree or
-    the store) before the first write. Raises `WikiError`.
-    """
-    if not (source / EXPORT_MARKER).is_file():
-        raise WikiError("invalid_import", f"{source} is not an lwc export (no {EXPORT_MARKER})")
-    sources = [_read_source_file(p) for p in sorted((source / "sources").glob("*.md"))]
-    pages = [parse_page_file(p) for p in sorted((source / "pages").glob("*.md"))]
-    for page in pages:
-        validate_page(page)
-    known = {source_id(s.content_hash) for s in sources} | wiki.source_ids()
-    for page in pages:
-        missing = sorted(set(page.sources) - known)
-        if missing:
-            raise WikiError(
-                "source_not_found", f"page {page.slug!r} cites unknown source {missing[0]!r}"
-            )
-    added = wiki.add_sources(sources)
-    counts = wiki.put_pages(pages, progress=progress)
-    return {"sources": sum(1 for s in added if s["created"]), **counts}

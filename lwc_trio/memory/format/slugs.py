@@ -10,7 +10,9 @@ __all__ = [
     "USER_PROVENANCE",
     "is_valid_slug",
     "order_provenance",
+    "shown_name",
     "slug_problem",
+    "source_id_problem",
 ]
 
 # Bytes, not characters: the slug is a file name on export, and file systems count bytes
@@ -41,6 +43,33 @@ def slug_problem(slug: str) -> str | None:
     if slug != slug.strip():
         return "a slug must not start or end with whitespace"
     return None
+
+
+SOURCE_ID_PREFIX = "src-"
+SOURCE_ID_HEX = 16
+"""A Source id is `src-` and the first 16 hex digits of its content's SHA-256 (`source_id`)."""
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def source_id_problem(ident: str) -> str | None:
+    """Why `ident` is not a Source id lwc writes, or None when it is one."""
+    digits = ident.removeprefix(SOURCE_ID_PREFIX)
+    if digits == ident or len(digits) != SOURCE_ID_HEX or not set(digits) <= _HEX:
+        return f"a source id is {SOURCE_ID_PREFIX!r} and {SOURCE_ID_HEX} lowercase hex digits"
+    return None
+
+
+SHOWN_NAME_CHARS = 80
+"""Characters of a name an error message quotes (a hostile store's slug can be megabytes)."""
+
+
+def shown_name(name: str) -> str:
+    """`name` quoted for a message: `repr` (so control characters show as escapes), cut to
+    `SHOWN_NAME_CHARS` with `…` where cut."""
+    if len(name) <= SHOWN_NAME_CHARS:
+        return repr(name)
+    return repr(name[:SHOWN_NAME_CHARS]) + "…"
 
 
 def is_valid_slug(slug: str) -> bool:
