@@ -160,18 +160,19 @@ def page_import(args: argparse.Namespace) -> int:
     if (source / EXPORT_MARKER).is_file():
         raise fail("invalid_input", f"{source} is an lwc export; load it with `lwc import`")
     skipped: list[Skipped] | None = None if args.strict else []
+    store = require_store(scope)
     if source.is_dir():
         pages: list[PageInput] | CheckedPages = page_inputs(
             source, skipped=skipped, parse=parse_page_text
         )
     elif source.is_file():
-        pages = parse_jsonl(source)
+        pages = parse_jsonl(source, spool_dir=store.parent)
     else:
         raise fail("invalid_input", f"{source} is neither a directory nor a .jsonl file")
     progress = Progress("Importing pages")
     stop = _StopAfterBatch(progress)
     args.interrupt_note = stop.kept
-    with open_wiki(require_store(scope)) as wiki, progress, stop:
+    with open_wiki(store) as wiki, progress, stop:
         counts = wiki.put_pages(pages, batch=args.batch, progress=stop)
     result: dict[str, Any] = {"scope": scope, **counts}
     if source.is_dir():

@@ -10,14 +10,16 @@ from __future__ import annotations
 import functools
 import json
 import os
+import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange import walk
 from lwc_trio.memory.exchange.walk import Skipped
+from lwc_trio.memory.format.slugs import shown_name
 from lwc_trio.memory.index.writer import (
     MAX_TEXT_BYTES,
     CheckedPages,
@@ -158,74 +160,90 @@ class JsonlPages(CheckedPages):
     """The Pages of a JSON Lines file, read as a stream (any size; each record at most
     64 MiB): one object per non-blank line.
 
-    Opening checks every record (JSON, fields, `validate_page`, slugs distinct) in one pass
-    that keeps only the slugs, so bad input is refused before anything is written; iterating
-    reads the file again through the same open handle, one record at a time, so a bulk import
-    holds one write batch in memory, not the file. Raises `WikiError`.
+    The file is read once, when this is made: each record is checked (JSON, fields,
+    `validate_page`, slugs distinct; only the slugs are kept) and its line copied to a
+    private spool file, so bad input is refused before anything is written. Iterating reads
+    the spool, never the file again: what is written is exactly what was checked, even when
+    the file changes meanwhile (a producer still appending, or someone on purpose), and a
+    bulk import holds one write batch in memory, not the file. Lines added to the file after
+    that one read are not imported. The spool is an unnamed file (unlinked at once where the
+    system cannot create it nameless) in `spool_dir` — the store's own folder, on disk, where
+    a temporary folder in memory (tmpfs) would turn a large file into memory. Raises
+    `WikiError`.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, spool_dir: Path) -> None:
         self.path = path
-        self._handle = path.open("rb")
-        # Closed with the object (or by `close`), never left to the garbage collector's warning.
-        self._closer = weakref.finalize(self, self._handle.close)
         try:
-            self._count = self._check()
+            # Held open for this object's life (closed by `close` or with the object).
+            self._spool = tempfile.TemporaryFile(dir=spool_dir, prefix=".import-")  # noqa: SIM115
+        except OSError as exc:
+            raise WikiError(
+                "invalid_import", f"cannot make a spool file in {spool_dir} ({exc.strerror})"
+            ) from None
+        # Closed with the object (or by `close`), never left to the garbage collector's warning.
+        self._closer = weakref.finalize(self, self._spool.close)
+        try:
+            with path.open("rb") as handle:
+                self._count = self._check(handle)
+            self._spool.flush()
         except BaseException:
-            self._handle.close()
+            self._closer()
             raise
 
-    def _check(self) -> int:
+    def _check(self, handle: BinaryIO) -> int:
         seen: dict[str, int] = {}
-        count = 0
-        for number, page in self._records():
+        for number, line, page in _records(handle, str(self.path)):
             validate_page(page)
             first = seen.setdefault(page.slug, number)
             if first != number:
                 raise WikiError(
                     "invalid_page",
-                    f"{self.path}:{number}: slug {page.slug!r} appears more than once "
+                    f"{self.path}:{number}: slug {shown_name(page.slug)} appears more than once "
                     f"(first on line {first})",
                 )
-            count += 1
-        return count
-
-    def _records(self) -> Iterator[tuple[int, PageInput]]:
-        self._handle.seek(0)
-        number = 0
-        while True:
-            line = self._handle.readline(MAX_TEXT_BYTES + 1)
-            if not line:
-                return
-            number += 1
-            where = f"{self.path}:{number}"
-            if len(line) > MAX_TEXT_BYTES:
-                raise WikiError("invalid_import", f"{where}: a record is larger than 64 MiB")
-            if not line.strip():
-                continue
-            try:
-                fields = json.loads(line)
-            except UnicodeDecodeError:
-                raise WikiError("invalid_import", f"{where}: not UTF-8") from None
-            except json.JSONDecodeError as exc:
-                raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
-            if not isinstance(fields, dict):
-                raise WikiError("invalid_import", f"{where}: expected a JSON object")
-            yield number, page_from_mapping(fields, where=where)
+            self._spool.write(line if line.endswith(b"\n") else line + b"\n")
+        return len(seen)
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[PageInput]:
-        return (page for _number, page in self._records())
+        self._spool.seek(0)
+        name = f"{self.path} (as read)"
+        return (page for _number, _line, page in _records(self._spool, name))
 
     def close(self) -> None:
         self._closer()
 
 
-def parse_jsonl(path: Path) -> JsonlPages:
+def _records(handle: BinaryIO, name: str) -> Iterator[tuple[int, bytes, PageInput]]:
+    """`(line number, line, Page)` of each non-blank line of `handle`, from where it is."""
+    number = 0
+    while True:
+        line = handle.readline(MAX_TEXT_BYTES + 1)
+        if not line:
+            return
+        number += 1
+        where = f"{name}:{number}"
+        if len(line) > MAX_TEXT_BYTES:
+            raise WikiError("invalid_import", f"{where}: a record is larger than 64 MiB")
+        if not line.strip():
+            continue
+        try:
+            fields = json.loads(line)
+        except UnicodeDecodeError:
+            raise WikiError("invalid_import", f"{where}: not UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
+        if not isinstance(fields, dict):
+            raise WikiError("invalid_import", f"{where}: expected a JSON object")
+        yield number, line, page_from_mapping(fields, where=where)
+
+
+def parse_jsonl(path: Path, *, spool_dir: Path) -> JsonlPages:
     """The checked Pages of a JSON Lines file (`JsonlPages`). Raises `WikiError`."""
-    return JsonlPages(path)
+    return JsonlPages(path, spool_dir=spool_dir)
 
 
 # ----------------------------------------------------------------------- source files
