@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from conftest import REPO, child_env
 from conftest_memory import err_code, out_json, run_lwc, snapshot
 
 from lwc_trio.memory.exchange.transfer import read_source_inputs
@@ -231,3 +233,49 @@ def test_skipped_files_are_listed_for_people_on_a_terminal(env: tuple[Path, Path
     text = drawn.decode().replace("\r\n", "\n")
     assert "Skipped 1 (use --strict to refuse instead):\n  mixed/c.png: not UTF-8 (byte 0)" in text
     assert "{" not in text
+
+
+def _refuses_other_owners() -> bool:
+    """Whether this git refuses a repository it takes for another user's (git ≥ 2.35.2 does,
+    and honours GIT_TEST_ASSUME_DIFFERENT_OWNER, its own test-suite's switch for that)."""
+    done = subprocess.run(
+        ["git", "rev-parse", "--git-dir"],
+        cwd=REPO,
+        env={**os.environ, "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "LC_ALL": "C"},
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode != 0 and b"dubious ownership" in done.stderr
+
+
+@pytest.mark.skipif(not _refuses_other_owners(), reason="this git has no ownership check")
+@pytest.mark.parametrize("command", ["source", "page"])
+def test_git_refusing_the_work_tree_is_an_error_not_a_full_walk(
+    env: tuple[Path, Path], command: str
+) -> None:
+    """git refuses the repository ("dubious ownership": another user's checkout, a container
+    mount): the folder import fails with `git_refused`, giving git's `safe.directory` command,
+    and reads nothing — never a silent walk that imports what .gitignore excludes."""
+    project, home = env
+    git_init(project)
+    write(project, {".gitignore": "secret.md\n", "docs/a.md": "# A\n", "docs/secret.md": "# S\n"})
+    before = snapshot(project / ".lwc")
+    args = ["source", "add", "docs"] if command == "source" else ["page", "import", "docs"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "lwc_trio", *args],
+        cwd=project,
+        env={**child_env(home), "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout
+    assert err_code(proc) == "git_refused"
+    message = json.loads(proc.stderr)["error"]["message"]
+    assert "dubious ownership" in message
+    assert f"git config --global --add safe.directory {project}" in message
+    assert snapshot(project / ".lwc") == before
+    # Outside any work tree the walk is still the plain one.
+    (project / ".git").rename(project / "not-git")
+    result = out_json(run_lwc(*args, cwd=project, home=home))
+    assert result.get("created", len(result.get("sources", []))) == 2

@@ -5,7 +5,9 @@ Which files a folder import reads:
 - inside a git work tree, the files git itself lists (`git ls-files --cached --others
   --exclude-standard`): tracked files plus untracked ones that `.gitignore`, `.git/info/exclude`
   and the user's global excludes do not ignore — git's own rules, not a re-implementation;
-  outside a work tree (or without git), every file below the folder;
+  outside a work tree (or without git), every file below the folder; when git refuses a work
+  tree (a repository owned by another user: "dubious ownership"), an error that says what to
+  do (`git_refused`), never a walk that reads what `.gitignore` excludes;
 - never anything under a hidden name (`.git`, `.env`, ...) or under a folder of
   `SKIPPED_DIRS` (VCS, dependency and build output), tracked or not;
 - never through a symbolic link: every folder below the root is opened with `O_NOFOLLOW` from
@@ -93,19 +95,29 @@ def _display(root: Path, relative: str) -> str:
     return (root / relative).as_posix()
 
 
+_NOT_A_WORK_TREE = "not a git repository"
+"""The start of git's message when a folder is in no work tree (git asked in the C locale)."""
+_GIT_MESSAGE_CHARS = 300
+
+
 def _git_files(root: Path) -> list[str] | None:
     """What git lists below `root` (relative to it), or None outside a work tree / without git.
 
-    Raises `WikiError` when git does not answer in time."""
+    Raises `WikiError` when git does not answer in time, or refuses a folder that is in a
+    work tree (`git_refused`): walking it without git would silently read what `.gitignore`
+    excludes."""
     try:
         done = subprocess.run(
-            # core.fsmonitor would run a command named by the folder's own .git/config.
-            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "--cached",
-             "--others", "--exclude-standard", "-z"],
+            # core.fsmonitor would run a command named by the folder's own .git/config; `ls-files`
+            # runs no other command a repository's config can name (no hooks, filters, pager).
+            ["git", "-c", "core.fsmonitor=false", "--no-pager", "-C", str(root), "ls-files",
+             "--cached", "--others", "--exclude-standard", "-z"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
             check=False,
+            # English messages: "not a work tree" is told from a refusal by git's own words.
+            env={**os.environ, "LC_ALL": "C"},
         )  # fmt: skip
     except OSError:  # no git: there is no work tree to honour
         return None
@@ -115,8 +127,32 @@ def _git_files(root: Path) -> list[str] | None:
             "invalid_input", f"`git ls-files` in {root} did not finish in {_GIT_TIMEOUT_S:g} s"
         ) from None
     if done.returncode != 0:
-        return None
+        message = done.stderr.decode("utf-8", "replace")
+        if _NOT_A_WORK_TREE in message:
+            return None
+        raise _git_refused(root, message)
     return [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
+
+
+def _git_refused(root: Path, message: str) -> WikiError:
+    """The error for git refusing a work tree, with git's reason and what to do about it."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    reason = next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else "")
+    reason = reason.removeprefix("fatal:").strip()[:_GIT_MESSAGE_CHARS] or "no message"
+    allow = next((line for line in lines if line.startswith("git config ")), None)
+    if "dubious ownership" in message:
+        fix = (
+            "the repository belongs to another user (a shared checkout or a container mount); "
+            "run lwc as its owner, or if you trust it, "
+            f"`{allow or 'git config --global --add safe.directory DIR'}`"
+        )
+    else:
+        fix = f"run `git -C {root} status` to see git's own message, fix that"
+    return WikiError(
+        "git_refused",
+        f"git refuses to list the files of {root} ({reason}), so its .gitignore cannot be "
+        f"honoured and nothing was read; {fix}, then run the command again",
+    )
 
 
 def _plain_files(root: Path) -> list[str]:
