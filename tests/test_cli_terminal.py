@@ -472,3 +472,63 @@ def test_ctrl_c_during_import_from_lwc_says_nothing_was_written(
         term.text
     )
     assert ok_json(["page", "list"], workspace, lwc_env)["pages"] == []
+
+
+# ------------------------------------------------------- store text on a terminal
+
+ESCAPES = "\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\x07\x9b31m\x08\u202e"
+"""A window title (OSC 0), a clipboard write (OSC 52), clear-screen, BEL, a C1 CSI, a
+backspace and a right-to-left override."""
+
+
+def _raw_controls(shown: bytes) -> set[str]:
+    """The control characters that reached the pty, other than line feeds, tabs and the
+    carriage returns of the terminal's CR LF and of lwc's own progress bar."""
+    text = shown.decode("utf-8", "replace")
+    return {ch for ch in text if (ord(ch) < 0x20 and ch not in "\n\t\r") or 0x7F <= ord(ch) <= 0x9F
+            or ch == "\u202e"}  # fmt: skip
+
+
+def test_store_text_on_a_terminal_has_its_control_characters_neutralised(
+    wiki: Path, lwc_env: dict[str, str]
+) -> None:
+    """A Page and a Source carrying terminal escapes: `page show`, `page list`, `search`,
+    `source list` and `source show` print them as visible escapes on a terminal (no raw ESC,
+    BEL, C1 or override reaches it; the body keeps its line breaks and tabs), while the JSON
+    (piped, or `--json` on the terminal) holds the text unchanged."""
+    (wiki / "body.md").write_text(f"zebra line one {ESCAPES}\n\tindented\n", encoding="utf-8")
+    ok_json(["page", "put", "evil", "--title", f"Zebra {ESCAPES}", "--summary", ESCAPES,
+             "--file", "body.md"], wiki, lwc_env)  # fmt: skip
+    (wiki / f"notes{ESCAPES[:10]}.txt").write_text(f"zebra source {ESCAPES}\n", encoding="utf-8")
+    source = ok_json(["source", "add", "."], wiki, lwc_env)["sources"]
+    (ident,) = [s["id"] for s in source if s["title"].startswith("notes")]
+    for args in (["page", "show", "evil"], ["page", "list"], ["search", "zebra"],
+                 ["source", "list"], ["source", "show", ident], ["source", "add", "."]):  # fmt: skip
+        term = Terminal(args, wiki, lwc_env)
+        assert term.wait() == 0, term.text
+        assert _raw_controls(term.output) == set(), (args, term.output)
+        assert "\\x1b]0;pwned\\x07" in term.text, (args, term.text)
+    code, shown = at_terminal(["page", "show", "evil"], wiki, lwc_env)
+    assert code == 0
+    assert "\n\tindented\n" in shown
+    assert "\\u202e" in shown
+    assert "\\x9b31m" in shown
+    as_json = ok_json(["page", "show", "evil"], wiki, lwc_env)
+    assert (as_json["title"], as_json["summary"]) == (f"Zebra {ESCAPES}", ESCAPES)
+    code, shown = at_terminal(["page", "show", "evil", "--json"], wiki, lwc_env)
+    assert code == 0
+    assert json.loads(shown)["body"] == f"zebra line one {ESCAPES}\n\tindented\n"
+
+
+def test_an_error_quoting_a_file_name_neutralises_it(wiki: Path, lwc_env: dict[str, str]) -> None:
+    """An error on a terminal that names a file with escapes in its name shows them escaped;
+    piped, the JSON error keeps the name as it is."""
+    name = f"bin{ESCAPES[:10]}.txt"
+    (wiki / name).write_bytes(b"\xff\xfe not text")
+    code, shown = at_terminal(["source", "add", name], wiki, lwc_env)
+    assert code == 1
+    assert "is not UTF-8" in shown
+    assert _raw_controls(shown.encode()) == set(), shown
+    assert "\\x1b]0;pwned\\x07" in shown
+    done = piped(["source", "add", name], wiki, lwc_env)
+    assert name in piped_error(done)["message"]

@@ -3,12 +3,18 @@
 Results go to stdout (JSON with `--json` or when stdout is not a terminal); errors and
 notices go to stderr (a sentence and the next step on a terminal, the `{"error"}` object
 with `--json` or when stderr is not a terminal).
+
+Text for a person passes through `for_terminal` here, and nowhere else: a store, a file name or
+a host's config file can carry terminal escapes (a window title, a clipboard write, a cleared
+screen), so their control characters are shown as visible escapes (`\x1b`) on a terminal,
+while JSON output keeps every character as it is (SPEC §7).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -31,12 +37,53 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+# C0 and C1 controls, DEL, and the bidirectional embeddings, overrides and isolates that can
+# make a line read differently from what it holds ("Trojan Source"). One character each: linear.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
+# In text that is printed as a body, line feeds and tabs are its layout; a carriage return only
+# before a line feed (CRLF files), never one that sends the cursor back over the line.
+_CONTROLS_IN_TEXT = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI}]|\r(?!\n)")
+TEXT_KEYS = frozenset({"body", "content", "summary", "message"})
+"""Result fields printed as multi-line text (their line feeds and tabs are kept)."""
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def for_terminal(text: str, *, multiline: bool = False) -> str:
+    """`text` with its control characters shown as escapes (`\\x1b`), for a terminal.
+
+    `multiline` keeps line feeds, tabs and the carriage return of a CRLF."""
+    return (_CONTROLS_IN_TEXT if multiline else _CONTROLS).sub(_visible, text)
+
+
+def terminal_safe(value: Any, *, multiline: bool = False) -> Any:
+    """A copy of a result (dicts, lists, strings...) whose every string, keys included, went
+    through `for_terminal`; the values of `TEXT_KEYS` keep their layout."""
+    if isinstance(value, str):
+        return for_terminal(value, multiline=multiline)
+    if isinstance(value, dict):
+        return {
+            for_terminal(key) if isinstance(key, str) else key: terminal_safe(
+                item, multiline=key in TEXT_KEYS
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(terminal_safe(item, multiline=multiline) for item in value)
+    return value
+
+
 def emit(obj: Any, *, as_json: bool, human: Callable[[Any], str] | None = None) -> None:
-    """Print a command's result: `obj` as JSON, or `human(obj)` on a terminal."""
+    """Print a command's result: `obj` as JSON, or `human(obj)` on a terminal (made from a
+    `terminal_safe` copy, so no text of a store or a file reaches the terminal raw)."""
     if as_json or human is None:
         sys.stdout.write(dumps(obj) + "\n")
     else:
-        sys.stdout.write(human(obj).rstrip("\n") + "\n")
+        sys.stdout.write(human(terminal_safe(obj)).rstrip("\n") + "\n")
     sys.stdout.flush()
 
 
@@ -59,7 +106,7 @@ def human_error(code: str, message: str) -> str:
     A message that carries its own advice after "; " (`...; run \\`lwc init\\` first`) has it
     moved to the second line; otherwise the next step comes from `NEXT_STEPS`.
     """
-    problem, _, advice = message.partition("; ")
+    problem, _, advice = for_terminal(message, multiline=True).partition("; ")
     step = advice[:1].upper() + advice[1:] if advice else NEXT_STEPS.get(code, "")
     if step and not step.endswith((".", "?", "!", ")")):
         step += "."
@@ -85,7 +132,7 @@ def print_error(code: str, message: str, *, explicit_json: bool = False) -> None
 def notice(text: str) -> None:
     """A line for the person waiting at the terminal (nothing when stderr is not one)."""
     if sys.stderr.isatty():
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(for_terminal(text, multiline=True) + "\n")
         sys.stderr.flush()
 
 
