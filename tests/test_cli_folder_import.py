@@ -166,18 +166,87 @@ def test_skipped_dirs_include_the_documented_ones(tmp_path: Path) -> None:
 
 
 def test_page_import_dir_names_both_files_of_a_repeated_slug(env: tuple[Path, Path]) -> None:
-    """`a/index.md` and `b/index.md` both give slug `index`: the error names both files and
+    """`guide.md` and `guide/index.md` both give slug `guide`: the error names both files and
     nothing is written."""
     project, home = env
-    write(project / "md", {"a/index.md": "# A\n", "b/index.md": "# B\n", "c.md": "# C\n"})
+    write(project / "md", {"guide.md": "# A\n", "guide/index.md": "# B\n", "c.md": "# C\n"})
     before = snapshot(project / ".lwc")
     proc = run_lwc("page", "import", "md", cwd=project, home=home)
     assert proc.returncode == 1
     assert err_code(proc) == "invalid_page"
     message = proc.stderr.decode()
-    assert "md/a/index.md" in message
-    assert "md/b/index.md" in message
+    assert "md/guide.md" in message
+    assert "md/guide/index.md" in message
     assert snapshot(project / ".lwc") == before
+
+
+DOC_TREE = {
+    # MkDocs: index.md in several folders, attribute lists, a description, a `hide:` list.
+    "index.md": "# Welcome { #welcome }\n\nStart here.\n",
+    "concepts/index.md": "Overview without a heading.\n",
+    "concepts/models.md": "---\ndescription: Models.\nhide:\n  - toc\n---\n\n## Basic {#basic}\n",
+    "api/base_model.md": "::: pydantic.BaseModel\n",
+    # mdBook: a README standing for its folder, headings after a code fence.
+    "guide/README.md": "```sh\n# not a title\n```\n# Cargo Guide\n",
+    "guide/Why Cargo.md": "# Why Cargo Exists\n",
+    # Docusaurus: the title in the front matter, its `id` ignored.
+    "ExpectAPI.md": "---\nid: expect\ntitle: Expect\n---\n\ntext\n",
+    # Odd names: one maps to a slug, one makes none, one title is too long.
+    "back\\slash.md": "# Back slash\n",
+    "---.md": "# Dashes\n",
+    "long.md": "# " + "t" * 400 + "\n",
+}
+
+
+def test_a_documentation_tree_imports_in_one_command(env: tuple[Path, Path]) -> None:
+    """An MkDocs/mdBook/Docusaurus-shaped tree: slugs by path (index and README stand for
+    their folder), titles from the front matter or the first heading without its attribute
+    list; the file whose name makes no slug and the one whose title is too long are skipped
+    and listed with the reason; --strict refuses instead, writing nothing."""
+    project, home = env
+    write(project / "docs", DOC_TREE)
+    before = snapshot(project / ".lwc")
+    strict = run_lwc("page", "import", "docs", "--strict", cwd=project, home=home)
+    assert strict.returncode == 1
+    assert "its name makes no slug" in strict.stderr.decode()
+    assert snapshot(project / ".lwc") == before
+    result = out_json(run_lwc("page", "import", "docs", cwd=project, home=home))
+    assert result["created"] == 8
+    assert [item["path"] for item in result["skipped"]] == ["docs/---.md", "docs/long.md"]
+    reasons = [item["reason"] for item in result["skipped"]]
+    assert reasons[0].startswith("its name makes no slug (no letter or digit); give it one")
+    assert "the title has 400 characters (at most 300)" in reasons[1]
+    pages = out_json(run_lwc("page", "list", cwd=project, home=home))["pages"]
+    assert {p["slug"]: p["title"] for p in pages} == {
+        "index": "Welcome",
+        "concepts": "concepts",
+        "concepts-models": "Basic",
+        "api-base-model": "base_model",
+        "guide": "Cargo Guide",
+        "guide-why-cargo": "Why Cargo Exists",
+        "expectapi": "Expect",
+        "back-slash": "Back slash",
+    }
+    shown = out_json(run_lwc("page", "show", "concepts-models", cwd=project, home=home))
+    assert (shown["summary"], shown["body"]) == ("Models.", "\n## Basic {#basic}\n")
+
+
+def test_source_add_of_a_deep_tree_skips_a_path_over_300_characters(
+    env: tuple[Path, Path],
+) -> None:
+    """A file whose path (the Source's title) is over 300 characters is skipped and listed;
+    the rest of the folder is stored."""
+    project, home = env
+    deep = "/".join(["d" * 60] * 5) + "/file.txt"
+    write(project / "tree", {"short.txt": "short", deep: "deep"})
+    result = out_json(run_lwc("source", "add", "tree", cwd=project, home=home))
+    assert titles(result) == ["short.txt"]
+    assert result["skipped"] == [
+        {
+            "path": f"tree/{deep}",
+            "reason": "its path is longer than 300 characters (a source title's limit)",
+        }
+    ]
 
 
 def test_page_import_dir_skips_non_utf8_and_strict_refuses(env: tuple[Path, Path]) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest_memory import new_store
 
+from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import parse_jsonl
 from lwc_trio.memory.index.writer import Wiki
 
@@ -66,3 +68,12 @@ def test_the_spool_leaves_no_file_behind(tmp_path: Path) -> None:
         wiki.put_pages(pages)
     pages.close()
     assert sorted(p.name for p in db.parent.iterdir()) == before
+
+
+def test_a_record_nested_past_the_stack_is_refused_by_line(tmp_path: Path) -> None:
+    """A record of 100,000 nested arrays: `invalid_import` naming its line, not a traceback."""
+    db = new_store(tmp_path / "proj")
+    path = tmp_path / "pages.jsonl"
+    path.write_bytes(_lines(GOOD) + b"[" * 100_000 + b"\n")
+    with pytest.raises(WikiError, match=r"pages\.jsonl:4: JSON nested too deeply"):
+        parse_jsonl(path, spool_dir=db.parent)

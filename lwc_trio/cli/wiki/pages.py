@@ -27,8 +27,9 @@ from lwc_trio.cli.wiki.stores import (
     suggesting,
     write_scope,
 )
+from lwc_trio.memory.exchange.doc_tree import page_from_markdown
 from lwc_trio.memory.exchange.export import EXPORT_MARKER
-from lwc_trio.memory.exchange.transfer import parse_jsonl, parse_page_text
+from lwc_trio.memory.exchange.transfer import parse_jsonl
 from lwc_trio.memory.exchange.walk import Skipped, page_inputs
 from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, CheckedPages, PageInput, Wiki
 
@@ -163,7 +164,7 @@ def page_import(args: argparse.Namespace) -> int:
     store = require_store(scope)
     if source.is_dir():
         pages: list[PageInput] | CheckedPages = page_inputs(
-            source, skipped=skipped, parse=parse_page_text
+            source, skipped=skipped, parse=page_from_markdown
         )
     elif source.is_file():
         pages = parse_jsonl(source, spool_dir=store.parent)

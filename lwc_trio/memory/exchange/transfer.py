@@ -79,7 +79,7 @@ def parse_front_matter(text: str, *, name: str) -> tuple[dict[str, Any], str] | 
             raise WikiError("invalid_import", f"{name}:{number}: expected 'key: value'")
         try:
             fields[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             # Bare YAML scalars (`kind: concept`) are accepted as strings.
             fields[key.strip()] = raw.strip()
     return fields, text[end + len(_FENCE) + 2 :]
@@ -236,6 +236,8 @@ def _records(handle: BinaryIO, name: str) -> Iterator[tuple[int, bytes, PageInpu
             raise WikiError("invalid_import", f"{where}: not UTF-8") from None
         except json.JSONDecodeError as exc:
             raise WikiError("invalid_import", f"{where}: invalid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise WikiError("invalid_import", f"{where}: JSON nested too deeply") from None
         if not isinstance(fields, dict):
             raise WikiError("invalid_import", f"{where}: expected a JSON object")
         yield number, line, page_from_mapping(fields, where=where)

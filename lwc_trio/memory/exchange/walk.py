@@ -31,7 +31,8 @@ from typing import Protocol
 import attrs
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, decode_source
+from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, decode_source, validate_page
+from lwc_trio.memory.query.bounds import TITLE_MAX
 
 __all__ = [
     "SKIPPED_DIRS",
@@ -65,9 +66,10 @@ _GIT_TIMEOUT_S = 60.0
 
 
 class PageParser(Protocol):
-    """Makes a Page of a Markdown file's text (`transfer.parse_page_text`)."""
+    """Makes a Page of a Markdown file's text (`doc_tree.page_from_markdown`): `relative` is
+    its path below the folder, `name` how messages name it. Raises `WikiError`."""
 
-    def __call__(self, text: str, *, name: str, stem: str) -> PageInput: ...
+    def __call__(self, text: str, *, name: str, relative: str) -> PageInput: ...
 
 
 @attrs.frozen
@@ -282,17 +284,21 @@ def _texts(
                 text, digest = decode_source(data, name=name)
             except (_Unreadable, WikiError) as exc:
                 if isinstance(exc, _Unreadable):
-                    refused = WikiError(exc.code, f"{name} {exc.reason}")
-                else:
-                    refused = exc
-                if skipped is None:
-                    raise WikiError(code or refused.code, refused.message) from None
-                reason = refused.message.removeprefix(name).strip()
-                skipped.append(Skipped(name, reason.removeprefix("is ")))
+                    exc = WikiError(exc.code, f"{name} {exc.reason}")
+                _skip(skipped, exc, name, code)
                 continue
             yield relative, data, text, digest
     finally:
         os.close(root_fd)
+
+
+def _skip(skipped: list[Skipped] | None, refused: WikiError, name: str, code: str | None) -> None:
+    """List a file the import leaves out, with the reason `refused` gives; when `skipped` is
+    None (strict) raise it instead (as `code` when given)."""
+    if skipped is None:
+        raise WikiError(code or refused.code, refused.message) from None
+    reason = refused.message.removeprefix(name).removeprefix(":").strip()
+    skipped.append(Skipped(name, reason.removeprefix("is ")))
 
 
 def _open_root(root: Path) -> Path:
@@ -312,7 +318,15 @@ def source_files(
     are not text go to `skipped` (None: strict, the first one raises `WikiError`).
     """
     real = _open_root(folder)
-    for relative, _, _text, digest in _texts(folder, list_folder(folder), skipped):
+    listing = list_folder(folder)
+    long = {name for name in listing.files if len(name) > TITLE_MAX}
+    for relative in sorted(long):
+        # The path is the Source's title: one too long for a title is left out, not refused.
+        name = _display(folder, relative)
+        problem = f"its path is longer than {TITLE_MAX} characters (a source title's limit)"
+        _skip(skipped, WikiError("invalid_source", f"{name}: {problem}"), name, None)
+    listing = attrs.evolve(listing, files=tuple(n for n in listing.files if n not in long))
+    for relative, _, _text, digest in _texts(folder, listing, skipped):
         path = real / relative
         origin = (
             path.relative_to(store_root).as_posix() if store_root in path.parents else str(path)
@@ -342,10 +356,12 @@ def page_inputs(
     skipped: list[Skipped] | None,
     parse: PageParser,
 ) -> list[PageInput]:
-    """A Page for each `.md` text file the walk of `folder` finds (`parse(text, name, stem)`
-    makes it), refusing two files that give the same slug — naming both files.
+    """A Page for each `.md` text file the walk of `folder` finds (`parse` makes it), refusing
+    two files that give the same slug — naming both files.
 
-    Raises `WikiError` (`invalid_page` for a repeated slug; strict: the first unreadable file).
+    A file that makes no valid Page (no slug, a title over its limit...) is skipped and
+    listed like an unreadable one. Raises `WikiError` (`invalid_page` for a repeated slug;
+    strict: the first file that is unreadable or makes no valid Page).
     """
     _open_root(folder)
     pages: list[PageInput] = []
@@ -353,7 +369,12 @@ def page_inputs(
     listing = list_folder(folder, suffix=".md")
     for relative, _, text, _ in _texts(folder, listing, skipped, code="invalid_import"):
         name = _display(folder, relative)
-        page = parse(text, name=name, stem=Path(relative).stem)
+        try:
+            page = parse(text, name=name, relative=relative)
+            validate_page(page)
+        except WikiError as exc:
+            _skip(skipped, exc, name, None)
+            continue
         first = origin.setdefault(page.slug, name)
         if first != name:
             raise WikiError(
