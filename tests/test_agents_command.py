@@ -21,7 +21,8 @@ def _script(path: Path, body: str) -> Path:
 
 def test_launcher_prefers_path_then_the_running_lwc_then_python(tmp_path: Path) -> None:
     """SPEC §7: the `lwc` on PATH, else the executable running the installer (its argv[0],
-    or the `lwc` beside its Python), else this Python with `-m lwc_trio` — always absolute."""
+    or the `lwc` beside its Python), else this Python with `-P -m lwc_trio` — always absolute
+    (`-P`: the project directory the host starts it in never comes first on `sys.path`)."""
     on_path = _script(tmp_path / "bin" / "lwc", "echo lwc 1")
     venv = _script(tmp_path / "venv" / "bin" / "lwc", "echo lwc 2")
     python = tmp_path / "venv" / "bin" / "python"
@@ -34,7 +35,7 @@ def test_launcher_prefers_path_then_the_running_lwc_then_python(tmp_path: Path) 
     assert (found.command, found.source) == (str(venv), "installer")
     bare = tmp_path / "bare" / "python3"
     found = find_launcher({"PATH": "/nonexistent"}, "/x/__main__.py", str(bare))
-    assert (found.command, found.prefix, found.source) == (str(bare), ("-m", "lwc_trio"), "python")
+    assert (found.command, found.prefix, found.source) == (str(bare), ("-P", "-m", "lwc_trio"), "python")
 
 
 def test_an_interpreter_entry_is_checked_with_its_module_arguments() -> None:

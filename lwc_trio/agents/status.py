@@ -1,7 +1,8 @@
 """`lwc agent status` rows: is `lwc` registered, does its command run, and what gates remain.
 
 Shared by `lwc agent status` and `lwc doctor`. Reads config files and the hosts' state files and
-runs each registered command once with `--version`; writes nothing.
+runs each registered command once with `--version` (one from a project file only when it is
+recognisably this lwc: `agents/command.py`); writes nothing.
 """
 
 from __future__ import annotations
@@ -23,19 +24,31 @@ Row = dict[str, Any]
 
 
 class _Commands:
-    """Each distinct registered command is run once per report."""
+    """Each distinct registered command is run once per report; one from a project file only
+    when it is one of the `known` launchers (`check_command`)."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], known: Sequence[Launcher]) -> None:
         self.env = env
+        self.known = known
         self.seen: dict[str, CommandCheck] = {}
 
-    def check(self, entry: Any) -> CommandCheck:
+    def check(self, entry: Any, *, from_project: bool) -> CommandCheck:
         fields = entry if isinstance(entry, dict) else {}
         command, args = fields.get("command"), fields.get("args")
-        key = repr((command, args if isinstance(args, list) else None))
+        key = repr((command, args if isinstance(args, list) else None, from_project))
         if key not in self.seen:
-            self.seen[key] = check_command(command, args, self.env)
+            known = self.known if from_project else None
+            self.seen[key] = check_command(command, args, self.env, known=known)
         return self.seen[key]
+
+
+def _judged(state: str, message: str | None, check: CommandCheck) -> tuple[str, str | None]:
+    """The row's state and message once its command was checked."""
+    if check.runs is False:
+        return "broken", f"the host cannot start it: {check.problem}"
+    if check.runs is None:
+        return state, f"its command was not verified: {check.problem}"
+    return state, message
 
 
 def _next_action(host: Host, scope: str, state: str) -> str | None:
@@ -82,9 +95,8 @@ def _row(
     except AgentError as exc:
         state, message = "invalid", exc.message
     if state in ("registered", "outdated"):
-        check = commands.check(existing)
-        if not check.runs:
-            state, message = "broken", f"the host cannot start it: {check.problem}"
+        check = commands.check(existing, from_project=scope == "project")
+        state, message = _judged(state, message, check)
     return {
         **row,
         "state": state,
@@ -112,17 +124,16 @@ def _local_row(
     if found is None:
         return None
     path, key, existing = found
-    check = commands.check(existing)
+    check = commands.check(existing, from_project=False)  # ~/.claude.json: the user's own file
     wanted = [
         desired_entry(host, scope, launcher.command, project, prefix=launcher.prefix)
         for scope in ("project", "user")
     ]
     state = "registered" if any(entry_matches(host, existing, e) for e in wanted) else "outdated"
-    message = (
+    message: str | None = (
         f"Claude Code's local scope for {key}: it is used instead of the project and user entries"
     )
-    if not check.runs:
-        state, message = "broken", f"the host cannot start it: {check.problem}"
+    state, message = _judged(state, message, check)
     return {
         "host": host.key,
         "name": host.name,
@@ -148,11 +159,13 @@ def status_rows(
     platform: str,
     *,
     cwd: Path,
+    known: Sequence[Launcher] = (),
 ) -> list[Row]:
     """One row per host and scope (plus Claude Code's local scope when it has `lwc`).
 
-    `project` is the directory a session would bind (None when `cwd` cannot be one: `reason`)."""
-    commands = _Commands(env)
+    `project` is the directory a session would bind (None when `cwd` cannot be one: `reason`);
+    `known` the launchers a project file's command may be run as (`known_launchers`)."""
+    commands = _Commands(env, (launcher, *known))
     rows = []
     for host in hosts:
         if host.key == "claude-code" and project is not None:

@@ -36,7 +36,7 @@ from lwc_trio.agents import (
     read_config,
     write_config,
 )
-from lwc_trio.agents.command import Launcher, find_launcher
+from lwc_trio.agents.command import Launcher, find_launcher, known_launchers
 from lwc_trio.agents.doctor import host_section
 from lwc_trio.agents.gates import host_gates
 from lwc_trio.agents.merge import CODEGRAPH_WARNING, TRANSPORT_KEYS
@@ -110,6 +110,11 @@ def _launcher() -> Launcher:
     return find_launcher(os.environ, sys.argv[0], sys.executable)
 
 
+def _known() -> tuple[Launcher, ...]:
+    """The launchers of this lwc that status may run from a project file."""
+    return known_launchers(os.environ, sys.argv[0], sys.executable)
+
+
 def _diff(path: Path, old: str | None, new: str | None) -> str:
     before = (old or "").splitlines(keepends=True)
     after = (new if new is not None else old or "").splitlines(keepends=True)
@@ -134,7 +139,7 @@ def _warnings(plan: Plan, path: Path, launcher: Launcher, gates: list[dict[str, 
         )
     elif launcher.source == "python":
         warnings.append(
-            f"no `lwc` script found: the entry runs {launcher.command} -m lwc_trio (this "
+            f"no `lwc` script found: the entry runs {launcher.command} -P -m lwc_trio (this "
             "Python); run `lwc agent install` again if you move or remove it"
         )
     warnings += [
@@ -314,7 +319,9 @@ def _status(args: argparse.Namespace) -> int:
     hosts = (_host(args.host),) if args.host else HOSTS
     project, reason = _project_or_reason()
     cwd = Path(os.path.realpath(os.getcwd()))
-    rows = status_rows(hosts, project, reason, _launcher(), os.environ, sys.platform, cwd=cwd)
+    rows = status_rows(
+        hosts, project, reason, _launcher(), os.environ, sys.platform, cwd=cwd, known=_known()
+    )
     result = {
         "entryName": ENTRY_NAME,
         "registered": [f"{row['host']}/{row['scope']}" for row in rows if row["registered"]],
@@ -373,7 +380,9 @@ def _doctor(args: argparse.Namespace) -> int:
     )
     where = Path(os.path.realpath(args.path if args.path is not None else cwd))
     workspace, reason = _project_or_reason(where)
-    rows = status_rows(HOSTS, workspace, reason, _launcher(), os.environ, sys.platform, cwd=where)
+    rows = status_rows(
+        HOSTS, workspace, reason, _launcher(), os.environ, sys.platform, cwd=where, known=_known()
+    )
     report["hosts"] = host_section(rows)
     emit(report, as_json=wants_json(args.json), human=_human_doctor)
     return 0

@@ -36,6 +36,7 @@ from lwc_trio.codegraph.runtime import (
 )
 from lwc_trio.memory.storage.discovery import find_project_store
 from lwc_trio.paths import is_within, prohibited_roots
+from lwc_trio.programs import find_program, git_guarded
 
 __all__ = ["register"]
 
@@ -163,7 +164,10 @@ def _install(args: argparse.Namespace) -> int:
     if not already:
         _consent(args, directory)
     try:
-        binary = install(home, run=_npm_runner(sys.stderr.isatty()))
+        # npm runs in the runtime folder (its `--prefix`), so no project `.npmrc` applies; it
+        # is looked up on PATH's absolute entries only (`""`: not found).
+        npm = find_program("npm", os.environ) or ""
+        binary = install(home, npm=npm, run=_npm_runner(sys.stderr.isatty()))
     except InstallError as exc:
         raise fail(exc.code, exc.message) from None
     result = {
@@ -208,7 +212,9 @@ def _run_init(binary: Path, directory: Path) -> None:
             stdout=sys.stderr if show else subprocess.PIPE,
             stderr=None if show else subprocess.STDOUT,
             cwd=directory,
-            env=init_env(os.environ),
+            # CodeGraph runs git in the project: a planted core.fsmonitor must not run, nor a
+            # `git` found through a relative PATH entry.
+            env=git_guarded(init_env(os.environ)),
         )
     except OSError as exc:
         raise fail("codegraph_init_failed", f"could not run {binary}: {exc.strerror}") from None

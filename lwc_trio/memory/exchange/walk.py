@@ -33,6 +33,7 @@ import attrs
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, decode_source, validate_page
 from lwc_trio.memory.query.bounds import TITLE_MAX
+from lwc_trio.programs import GIT_GUARD, find_program, search_path
 
 __all__ = [
     "SKIPPED_DIRS",
@@ -108,20 +109,25 @@ def _git_files(root: Path) -> list[str] | None:
     Raises `WikiError` when git does not answer in time, or refuses a folder that is in a
     work tree (`git_refused`): walking it without git would silently read what `.gitignore`
     excludes."""
+    git = find_program("git", os.environ)
+    if git is None:  # no git: there is no work tree to honour
+        return None
+    # core.fsmonitor (GIT_GUARD) would run a command named by the folder's own .git/config;
+    # `ls-files` runs no other command a repository's config can name (no hook, filter or
+    # pager: tests/test_cli_hostile_tree.py plants each). `-c` works with every git.
+    guard = [arg for key, value in GIT_GUARD for arg in ("-c", f"{key}={value}")]
     try:
         done = subprocess.run(
-            # core.fsmonitor would run a command named by the folder's own .git/config; `ls-files`
-            # runs no other command a repository's config can name (no hooks, filters, pager).
-            ["git", "-c", "core.fsmonitor=false", "--no-pager", "-C", str(root), "ls-files",
-             "--cached", "--others", "--exclude-standard", "-z"],
+            [git, *guard, "--no-pager", "-C", str(root), "ls-files", "--cached", "--others",
+             "--exclude-standard", "-z"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
             check=False,
             # English messages: "not a work tree" is told from a refusal by git's own words.
-            env={**os.environ, "LC_ALL": "C"},
+            env={**os.environ, "LC_ALL": "C", "PATH": search_path(os.environ.get("PATH"))},
         )  # fmt: skip
-    except OSError:  # no git: there is no work tree to honour
+    except OSError:  # git vanished or cannot run: no work tree lwc can honour
         return None
     except subprocess.TimeoutExpired:
         # Falling back would silently read what .gitignore excludes.
