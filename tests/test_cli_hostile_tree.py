@@ -288,9 +288,10 @@ def test_a_python_entry_is_checked_outside_the_project(tmp_path: Path) -> None:
     not os.environ.get("LWC_TEST_CODEGRAPH_BINARY"),
     reason="set LWC_TEST_CODEGRAPH_BINARY to the CodeGraph 1.6.1 platform binary",
 )
-def test_cg_init_runs_no_command_a_planted_git_config_names(tmp_path: Path) -> None:
-    """CodeGraph runs `git ls-files` in the project it indexes; a `.git/config` naming a
-    core.fsmonitor command: `lwc cg init` builds the index and the command never runs."""
+def test_codegraph_runs_no_command_a_planted_git_config_names(tmp_path: Path) -> None:
+    """CodeGraph runs `git ls-files` in the project it indexes and syncs; a `.git/config`
+    naming a core.fsmonitor command: `lwc cg init` builds the index, a code query through the
+    server's CodeGraph child answers, and the command never runs."""
     home, repo = tmp_path / "home", tmp_path / "repo"
     home.mkdir()
     record = tmp_path / "ran.txt"
@@ -306,4 +307,9 @@ def test_cg_init_runs_no_command_a_planted_git_config_names(tmp_path: Path) -> N
     done = _lwc("--scope", "project", "cg", "init", cwd=repo, env=env)
     assert done.returncode == 0, done.stderr
     assert (repo / ".codegraph" / "codegraph.db").is_file()
+    assert not record.exists(), record.read_text()
+    (repo / "more.py").write_text("def helper():\n    return main()\n", encoding="utf-8")
+    explored = _lwc("explore", "main", "--mode", "code", cwd=repo, env=env)
+    assert explored.returncode == 0, explored.stderr
+    assert json.loads(explored.stdout)["codeGraph"]["state"] == "ready"
     assert not record.exists(), record.read_text()

@@ -129,6 +129,9 @@ def test_child_env_is_minimal_and_carries_no_host_tokens() -> None:
         "CODEGRAPH_NO_WATCH": "1",
         "CODEGRAPH_NO_UPDATE_CHECK": "1",
         "CODEGRAPH_DIR": ".codegraph",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.fsmonitor",
+        "GIT_CONFIG_VALUE_0": "false",
     }
     assert not any("secret" in value for value in env.values())
 

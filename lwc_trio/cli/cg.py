@@ -36,7 +36,7 @@ from lwc_trio.codegraph.runtime import (
 )
 from lwc_trio.memory.storage.discovery import find_project_store
 from lwc_trio.paths import is_within, prohibited_roots
-from lwc_trio.programs import find_program, git_guarded
+from lwc_trio.programs import find_program
 
 __all__ = ["register"]
 
@@ -212,9 +212,8 @@ def _run_init(binary: Path, directory: Path) -> None:
             stdout=sys.stderr if show else subprocess.PIPE,
             stderr=None if show else subprocess.STDOUT,
             cwd=directory,
-            # CodeGraph runs git in the project: a planted core.fsmonitor must not run, nor a
-            # `git` found through a relative PATH entry.
-            env=git_guarded(init_env(os.environ)),
+            # Its git guarded and its PATH absolute (`runtime.child_env`, docs/security.md).
+            env=init_env(os.environ),
         )
     except OSError as exc:
         raise fail("codegraph_init_failed", f"could not run {binary}: {exc.strerror}") from None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from lwc_trio.exceptions import InstallError
+from lwc_trio.programs import git_guarded
 
 __all__ = [
     "BINARY_ENV",
@@ -119,7 +120,8 @@ def child_env(env: Mapping[str, str]) -> dict[str, str]:
     out = {name: env[name] for name in _PASSED_THROUGH if env.get(name)}
     out.setdefault("PATH", _FALLBACK_PATH)
     out.update(_FIXED_ENV)
-    return out
+    # CodeGraph runs git in the project: a planted core.fsmonitor must not run (docs/security.md).
+    return git_guarded(out)
 
 
 def init_env(env: Mapping[str, str]) -> dict[str, str]:
