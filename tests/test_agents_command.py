@@ -35,7 +35,11 @@ def test_launcher_prefers_path_then_the_running_lwc_then_python(tmp_path: Path) 
     assert (found.command, found.source) == (str(venv), "installer")
     bare = tmp_path / "bare" / "python3"
     found = find_launcher({"PATH": "/nonexistent"}, "/x/__main__.py", str(bare))
-    assert (found.command, found.prefix, found.source) == (str(bare), ("-P", "-m", "lwc_trio"), "python")
+    assert (found.command, found.prefix, found.source) == (
+        str(bare),
+        ("-P", "-m", "lwc_trio"),
+        "python",
+    )
 
 
 def test_an_interpreter_entry_is_checked_with_its_module_arguments() -> None:
