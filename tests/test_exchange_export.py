@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest_memory import add_source, err_code, new_store, out_json, page, put_pages, run_lwc
 
-from lwc_trio.memory.format.slugs import SHOWN_NAME_CHARS
+from lwc_trio.memory.format.slugs import SHOWN_NAME_CHARS, shown_name
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_export_refuses_a_store_whose_slug_is_no_file_name(
     assert proc.returncode == 1
     assert err_code(proc) == "export_name_invalid"
     message = json.loads(proc.stderr)["error"]["message"]
-    assert message.startswith(f"page {slug!r} cannot be a file name: a slug must "), message
+    assert message.startswith(f"page {shown_name(slug)} cannot be a file name: a slug must ")
     assert "nothing was exported" in message
     assert not (project / "export").exists()
     assert list(outside.iterdir()) == []
