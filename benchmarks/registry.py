@@ -46,6 +46,7 @@ SCENARIOS: Final = (
         "one explore_memory call in process (no transport); compare two checkouts in turn",
     ),
     Scenario("code", "code", "code plane: lwc code mode vs `codegraph serve` direct"),
+    Scenario("code-answers", "code_answers", "source lines in code answers, FastAPI + CodeGraph"),
     Scenario("lanes", "lanes", "thread round trips: ThreadLane vs trio.to_thread vs inline"),
     Scenario("soak", "soak", "long mixed workload on one server: leaks, correctness, clean exit"),
     Scenario("fault-matrix", "fault_matrix", "every injected/real fault in mode all vs baseline"),
