@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from lwc_trio.codegraph.explore_output import fit_state
 from lwc_trio.protocol.arguments import ExploreArgs
+from lwc_trio.protocol.code_text import fit_state
 from lwc_trio.protocol.jsonrpc import to_bytes
 from lwc_trio.protocol.tool import UNITS_PER_TOKEN
 from lwc_trio.protocol.units import cost
