@@ -200,8 +200,8 @@ def fit_budget(structured: dict[str, Any], room: int) -> None:
         fixed = _units(structured) - cost(dumps(whole["text"]))
         share = room - fixed
         if memory_ready:
-            share = max(share, min(room // 2, cost(dumps(whole["text"]))) - 2)
-        structured["codeGraph"] = code = fit_state(whole, share + 2)
+            share = max(share, min(room // 2, cost(dumps(whole["text"]))))
+        structured["codeGraph"] = code = fit_state(whole, share)
     while memory_ready and _units(structured) > room and _drop_memory_step(memory):
         pass
     if whole is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cost"]
+__all__ = ["cost", "field_cost"]
 
 _CJK = re.compile(
     "[\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
@@ -18,6 +18,7 @@ _CJK = re.compile(
 # Control characters compact JSON writes as six bytes (`\u00XX`); `\t`, `\n`, `\r`, `\b` and
 # `\f` take two.
 _LONG_CONTROL = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def cost(text: str) -> int:
@@ -32,4 +33,17 @@ def cost(text: str) -> int:
         size += text.count("\b") + text.count("\f")
         if _LONG_CONTROL.search(text) is not None:
             size += 5 * len(_LONG_CONTROL.findall(text))
+    return size
+
+
+def field_cost(text: str) -> int:
+    """Cost units a string field holding `text` adds to the text block, its quotes excluded.
+
+    The text block is compact JSON, and the budget counts it as a JSON string itself (`cost`
+    of the block), so the field's text is escaped twice: each character JSON escapes brings a
+    backslash that is escaped again (`"` and `\\` two more units, a control character one).
+    Additive over concatenation: `cost(dumps(text)) == field_cost(text) + 4`."""
+    size = cost(text) + 2 * (text.count('"') + text.count("\\"))
+    if not text.isprintable():
+        size += len(_CONTROL.findall(text))
     return size
