@@ -172,9 +172,11 @@ def _line_sums(lines: list[str], room: int, measure: Measure) -> list[int]:
 
 
 def _cut(lines: list[str], body: int, room: int, measure: Measure) -> str:
-    """The text of `lines` cut to `room` (steps 2-4 of the module docstring), when it does not
-    fit; `body` is the index of the first file-section line."""
+    """The text of `lines` cut to `room` (steps 2-4 of the module docstring); `body` is the
+    index of the first file-section line."""
     sums = _line_sums(lines, room, measure)
+    if sums[-1] <= room:
+        return "\n".join(lines)
     whole = len(sums) - 2  # whole lines that fit; `lines[whole]` crosses the room
     sources = [0]
     for i in range(whole + 1):
