@@ -1,7 +1,8 @@
 """The code plane: the pinned CodeGraph runtime, index readiness, and the supervised child.
 
 Modules, bottom up: `runtime` (where the runtime lives, install, child environment), `index`
-(readiness, no side effects), `wire` and `result` (sans-IO MCP client and result shaping),
+(readiness, no side effects), `wire` and `explore_output` (sans-IO MCP client and result
+shaping; the cut of the explore text is `protocol.code_text`, which the budget applies too),
 `child` and `plane` (Trio: the supervised process and the one-call-in-flight plane).
 
 This facade re-exports only the synchronous pieces, so the CLI can use them without importing
