@@ -75,8 +75,7 @@ async def _answers(project: Project, calls: list[dict[str, Any]]) -> list[dict[s
 async def test_a_long_first_section_reaches_the_answer_in_modes_code_and_all(
     project: Project,
 ) -> None:
-    """Source lines of the long section reach the agent in both modes at the default budget;
-    the 15,000-character cap once left only the lists in front of it."""
+    """Source lines of the long section reach the agent in modes code and all (default budget)."""
     calls = [
         {"query": LEDGER_QUERY, "projectPath": str(project.root), "mode": mode}
         for mode in ("code", "all")

@@ -57,8 +57,7 @@ def test_the_recordings_are_what_the_tests_say() -> None:
 
 
 def test_a_long_first_section_is_cut_inside_at_a_line_boundary() -> None:
-    """The cap keeps source lines of a first section longer than its room, cut after a whole
-    line; before, the cut at the last section boundary kept only the lists in front."""
+    """The cap keeps whole source lines of a first section longer than its room (not only the lists)."""
     state = ready_state(LONG_SECTION)
     text = state["text"]
     assert state["truncated"] is True
@@ -72,8 +71,7 @@ def test_a_long_first_section_is_cut_inside_at_a_line_boundary() -> None:
 
 
 def test_the_budget_keeps_source_of_a_long_first_section() -> None:
-    """At the default budget's code room and at mode all's share the text fits its room and
-    carries source; mode all once kept only the lists (they are more than half its room)."""
+    """The budget's code room, in mode code and mode all, holds source lines of the long section."""
     capped = ready_state(LONG_SECTION)
     for room in (DEFAULT_CODE_ROOM, ALL_CODE_ROOM):
         state = fit_state(capped, room)
@@ -84,9 +82,7 @@ def test_the_budget_keeps_source_of_a_long_first_section() -> None:
 
 
 def test_mode_all_fits_the_budget_with_memorys_page_beside_the_code() -> None:
-    """The code text is measured where it stands (escaped in the text block): mode all once
-    overshot the budget by a unit a source line's tab and break, and dropped memory's one Page
-    to pay for it."""
+    """Mode all stays within the budget and keeps memory's Page: the code text is measured escaped."""
     memory = {
         "state": "ready",
         "results": [{"identifier": "notes", "snippet": "ledger notes"}],
@@ -102,8 +98,7 @@ def test_mode_all_fits_the_budget_with_memorys_page_beside_the_code() -> None:
 
 
 def test_relationship_lists_are_shortened_before_source_lines_are_dropped() -> None:
-    """When the lists in front are what makes the text too long, each list keeps its first
-    three items and a count of the rest, and every source line stays."""
+    """Lists go down to three items and a count of the rest before any source line goes."""
     calls = head_list(LONG_SECTION, "**calls:**")
     shortened = LONG_SECTION.replace(
         "\n".join(calls) + "\n", "\n".join([*calls[:3], "- ... and 27 more"]) + "\n"
@@ -117,8 +112,7 @@ def test_relationship_lists_are_shortened_before_source_lines_are_dropped() -> N
 
 
 def test_lists_go_further_when_source_would_get_less_than_half_the_room() -> None:
-    """A small room: the lists shrink (to one item, then away with their headings) until
-    source has at least half of it, and the text still carries source."""
+    """In a small room the lists shrink (to one item, then away) until source has half of it."""
     for room in (3_000, 1_650, 1_400):
         kept, _ = fit_text(LONG_SECTION, room)
         assert len(kept) <= room
@@ -135,8 +129,7 @@ def test_lists_go_further_when_source_would_get_less_than_half_the_room() -> Non
 
 
 def test_a_source_line_longer_than_the_room_is_cut_at_a_character_and_marked() -> None:
-    """A 15,015-character source line: the cap keeps what fits of it and marks the cut; before,
-    the text held no source line at all."""
+    """A 15,015-character source line is kept cut at a character and marked, under cap and budget."""
     state = ready_state(LONG_LINE)
     text = state["text"]
     assert len(text) <= TEXT_LIMIT
@@ -151,8 +144,7 @@ def test_a_source_line_longer_than_the_room_is_cut_at_a_character_and_marked() -
 
 
 def test_an_answer_that_is_one_40000_character_line_is_never_empty() -> None:
-    """A runtime answer of one 40,000-character line: cut and marked under the cap and under
-    the budget; the budget once returned it `ready` with an empty `text`."""
+    """An answer of one 40,000-character line is cut and marked, never left empty, at any room."""
     state = ready_state("y" * 40_000)
     assert state["text"] == "y" * (TEXT_LIMIT - len(CUT_MARK)) + CUT_MARK
     for room in (DEFAULT_CODE_ROOM, ALL_CODE_ROOM, 3):
@@ -223,8 +215,7 @@ def test_a_section_starting_exactly_at_the_room_keeps_what_precedes_it() -> None
 
 
 def test_the_cap_counts_code_points_and_the_budget_cost_units() -> None:
-    """Non-ASCII text: `len` for the cap (as the memory plane measures bodies), cost units
-    (UTF-8 bytes, escapes, CJK twice) for the budget."""
+    """The cap counts code points; the budget counts cost units (UTF-8 bytes, escapes, CJK twice)."""
     text = "é" * TEXT_LIMIT
     assert fit_text(text, TEXT_LIMIT) == (text, False)
     cjk = "\n".join("系统运行稳定" * 10 for _ in range(100))
@@ -262,8 +253,7 @@ _LINE = st.one_of(
 
 @given(st.lists(_LINE, min_size=1, max_size=120), st.integers(0, 20_000))
 def test_any_text_fits_any_room_and_is_never_empty(lines: list[str], room: int) -> None:
-    """Any explore-shaped text and room: within the room (once a character and the mark fit),
-    never empty, `truncated` exactly when it did not fit, files in the original's order."""
+    """Any explore-shaped text and room: within it (once one character fits), never empty."""
     text = "\n".join(lines)
     if not text:
         return
