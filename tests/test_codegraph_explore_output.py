@@ -52,7 +52,7 @@ def test_result_without_content_is_unusable() -> None:
 
 
 def test_an_answer_without_text_is_unusable_not_ready_and_empty() -> None:
-    """No text, or blank text, is no ready answer; an error result without text is still reported."""
+    """No text, or blank text, is no ready answer; an error result without text still reports."""
     assert interpret_tool_result({"content": []}) is None
     assert interpret_tool_result({"content": [{"type": "image", "data": "..."}]}) is None
     assert interpret_tool_result({"content": [{"type": "text", "text": " \n"}]}) is None

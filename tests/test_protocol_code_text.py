@@ -57,7 +57,7 @@ def test_the_recordings_are_what_the_tests_say() -> None:
 
 
 def test_a_long_first_section_is_cut_inside_at_a_line_boundary() -> None:
-    """The cap keeps whole source lines of a first section longer than its room (not only the lists)."""
+    """The cap keeps whole source lines of a first section longer than its room."""
     state = ready_state(LONG_SECTION)
     text = state["text"]
     assert state["truncated"] is True
@@ -82,7 +82,7 @@ def test_the_budget_keeps_source_of_a_long_first_section() -> None:
 
 
 def test_mode_all_fits_the_budget_with_memorys_page_beside_the_code() -> None:
-    """Mode all stays within the budget and keeps memory's Page: the code text is measured escaped."""
+    """Mode all keeps within the budget and keeps memory's Page: code text is measured escaped."""
     memory = {
         "state": "ready",
         "results": [{"identifier": "notes", "snippet": "ledger notes"}],
@@ -108,7 +108,8 @@ def test_relationship_lists_are_shortened_before_source_lines_are_dropped() -> N
     assert truncated
     assert kept == shortened
     assert source_lines(kept) == source_lines(LONG_SECTION)
-    assert head_list(kept, "**Blast radius — what depends on these (update/verify before editing)**") == head_list(LONG_SECTION, "**Blast radius — what depends on these (update/verify before editing)**")  # fmt: skip
+    blast = "**Blast radius — what depends on these (update/verify before editing)**"
+    assert head_list(kept, blast) == head_list(LONG_SECTION, blast)  # two items: within three
 
 
 def test_lists_go_further_when_source_would_get_less_than_half_the_room() -> None:
