@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source
-from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
+from lwc_trio.memory.query.engine import MemoryQuery, explore_memory, merge_rows, query_stores
+from lwc_trio.memory.storage.discovery import find_project_store
 from lwc_trio.memory.storage.store import create_store
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
@@ -97,6 +98,15 @@ def ask(
         max_tokens=max_tokens,
     )
     return explore_memory(q, cancelled=cancelled or threading.Event())
+
+
+def search_rows(query: str, project: Path, *, home: Path, limit: int = 8) -> list[dict[str, Any]]:
+    """The project store's result rows as `lwc search` gives them (every snippet kept: no
+    Page body stands in for it)."""
+    ref = find_project_store(project, project, home=home)
+    assert ref is not None
+    answers = query_stores([ref], query, limit, threading.Event())
+    return [row.to_json() for row in merge_rows(answers, limit)]
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -91,7 +91,7 @@ async def test_default_answers_fit_every_host_and_carry_the_passage(
     deploy = next(p for p in pages if p["slug"] == "deploy")
     assert "lwc deploy rollback --to PREVIOUS" in deploy["body"]
     assert deploy["truncated"] is True
-    assert deploy["outline"][:2] == ["# deploy handbook", "## Chapter 0"]
+    assert deploy["outline"][:2] == ["## Chapter 0", "## Chapter 1"]  # no Page title
     assert deploy["outline"][-1].endswith("more headings")
     assert deploy["more"] == "[[deploy]]"
     entry = tools.tools[0]

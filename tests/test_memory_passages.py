@@ -1,4 +1,4 @@
-"""Query-focused Page bodies (SPEC §4 "Pages"): `lwc_trio.memory.query.passages`, pure."""
+"""Query-focused Page bodies (SPEC §4 "Pages"): whole sections, `memory.query.passages`, pure."""
 
 from __future__ import annotations
 
@@ -8,17 +8,20 @@ from hypothesis import strategies as st
 from lwc_trio.memory.query import passages as passages_module
 from lwc_trio.memory.query.passages import (
     ELISION,
-    OUTLINE_MAX,
+    MIN_CUT,
+    OUTLINE_UNITS,
+    UNIT_MAX,
     body_units,
     caps,
     cost,
     estimate_tokens,
     focus,
     outline,
-    split_passages,
+    split_units,
 )
 from lwc_trio.memory.query.results import PageBody, dumps_compact, fit_pages, json_units
 from lwc_trio.memory.text.tokenize import index_terms, parse_query, stem_words
+from lwc_trio.protocol.units import text_cost
 
 
 def terms(query: str) -> list[tuple[str, int]]:
@@ -54,17 +57,53 @@ A request is cancelled when the client sends notifications/cancelled with its id
 """
 
 
-def test_passages_split_at_headings_then_paragraphs_and_keep_fences_whole() -> None:
-    passages = split_passages(DOC)
-    texts = [DOC[p.start : p.end] for p in passages]
-    fence = next(p for p in passages if p.code)
-    assert DOC[fence.start : fence.end].startswith("```sh")
-    assert DOC[fence.start : fence.end].endswith("```")
-    assert "lwc init" in DOC[fence.start : fence.end]  # the blank line did not split it
-    assert fence.path == ("Server guide", "Install")
-    cancelled = next(p for p in passages if "notifications/cancelled" in DOC[p.start : p.end])
-    assert cancelled.path == ("Server guide", "Cancellation")
-    assert not any(t.lstrip().startswith("#") for t in texts)  # headings are paths, not text
+def _page(slug: str, body: str, title: str | None = None) -> PageBody:
+    return PageBody(
+        "project", slug, title or slug.title(), "note", None, body, len(body), (), (), "t"
+    )
+
+
+def _fit(body: str, query: str, room: int, title: str = "Server guide") -> dict[str, object]:
+    """The one `pages` entry of `body` as a Page titled `title`, within `room` units."""
+    got = fit_pages([_page("guide", body, title)], terms(query), room)
+    assert len(got) == 1
+    return got[0]
+
+
+def _passages(body: str) -> list[str]:
+    """A focused body's passages, the text between elision markers."""
+    return [part.strip() for part in body.split(ELISION) if part.strip()]
+
+
+def test_units_are_sections_and_a_fence_is_never_split() -> None:
+    """Each section with text is one unit, under its heading path; the heading lines are no
+    part of any unit; the fence (with its blank line) sits whole inside its section's unit."""
+    units = split_units(DOC)
+    assert [u.path for u in units] == [
+        ("Server guide",),
+        ("Server guide", "Install"),
+        ("Server guide", "Cancellation"),
+        ("Server guide", "Cancellation", "Timeouts"),
+    ]
+    install = DOC[units[1].start : units[1].end]
+    assert install.startswith("Unrelated prose")
+    assert install.endswith("lwc init\n```")
+    assert not any(DOC[u.start : u.end].lstrip().startswith("#") for u in units)
+
+
+def test_a_long_section_is_runs_of_whole_blocks() -> None:
+    """A section longer than `UNIT_MAX` characters is scored and taken as consecutive runs of
+    its blocks, each at most that long where the blocks allow, never splitting a list."""
+    items = "\n".join(f"- item {i} of the list that must stay together" for i in range(12))
+    paragraphs = "\n\n".join(f"Paragraph {i}. " + FILLER for i in range(6))
+    body = f"# Long\n\n{paragraphs}\n\n{items}\n\n{paragraphs}\n"
+    units = split_units(body)
+    assert len(units) > 2
+    assert all(u.path == ("Long",) for u in units)
+    texts = [body[u.start : u.end] for u in units]
+    assert "".join(texts).replace("\n", "") == body.split("\n\n", 1)[1].replace("\n", "")
+    assert sum(items in text for text in texts) == 1  # the list whole, in one unit
+    assert all(len(t) <= UNIT_MAX for t in texts if items not in t)
 
 
 def test_a_page_that_fits_comes_whole() -> None:
@@ -73,28 +112,120 @@ def test_a_page_that_fits_comes_whole() -> None:
     assert not got.truncated
 
 
-def test_a_long_page_comes_as_its_relevant_passage_with_heading_path_and_marker() -> None:
-    got = focus(DOC, terms("how is a request cancelled"), 700, 15_000)
-    assert got.truncated
-    assert "A request is cancelled when the client sends notifications/cancelled" in got.body
-    assert "§ Server guide › Cancellation" in got.body
-    assert ELISION in got.body
-    assert cost(got.body) <= 700
-    assert "### Timeouts" not in got.body
-    assert "§ Server guide › Install" not in got.body  # nothing matched there
+def test_a_long_page_comes_as_its_best_section_whole_under_a_short_heading_path() -> None:
+    """The section that answers comes whole, introduced by its heading path without the
+    Page's title; nothing of a section that matched nothing comes."""
+    entry = _fit(DOC, "how is a request cancelled", 2_000)
+    body = str(entry["body"])
+    assert entry["truncated"] is True
+    cancellation = DOC.split("## Cancellation\n\n", 1)[1].split("\n\n### Timeouts", 1)[0]
+    assert f"§ Cancellation\n{cancellation}" in body
+    assert "Server guide ›" not in body
+    assert "§ Install" not in body
+    assert "pip install" not in body
+    assert ELISION in body
 
 
-def test_passages_come_in_document_order() -> None:
-    got = focus(DOC, terms("pip install lwc cancelled notifications"), 1_500, 15_000)
+def test_sections_next_to_each_other_read_as_the_page_has_them() -> None:
+    """Two adjacent sections come joined by what lies between them (the next heading line as
+    written), with one heading path before the first only."""
+    body = str(_fit(DOC, "request cancelled timeouts notifications", 3_000)["body"])
+    assert "### Timeouts" in body  # the continuation keeps its own heading line
+    assert body.count("§ ") == 1
+    assert body.index("§ Cancellation") < body.index("### Timeouts")
+
+
+def test_sections_come_in_document_order() -> None:
+    got = focus(DOC, terms("pip install lwc cancelled notifications"), 2_000, 15_000)
     assert got.body.index("pip install") < got.body.index("notifications/cancelled")
 
 
-def test_a_fence_is_not_cut_when_another_passage_can_go_instead() -> None:
-    code = "```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(200)) + "\n```"
-    body = f"# Notes\n\nThe compute helper is documented below.\n\n{code}\n\n{FILLER}"
-    got = focus(body, terms("compute helper"), 600, 15_000)
-    assert "The compute helper is documented below." in got.body
-    assert "```python" not in got.body  # it did not fit whole, and was not cut
+def test_a_heading_path_keeps_the_section_and_two_ancestors_without_attribute_lists() -> None:
+    body = (
+        "# Title\n\n## Reference { #reference }\n\n### Options {#options}\n\n"
+        "#### Network\n\n##### Proxy settings {: .note }\n\n"
+        + "The proxy answers requests through the tunnel. " * 10
+        + "\n\n## Other\n\n"
+        + FILLER * 3
+    )
+    got = _fit(body, "proxy tunnel", 900, title="Title")
+    assert "§ Options › Network › Proxy settings\n" in str(got["body"])
+    assert "{" not in str(got["body"])
+
+
+def test_a_section_too_long_is_cut_at_a_block_boundary_from_its_start() -> None:
+    """A chosen section that does not fit its room keeps its first whole blocks: never a
+    sentence, list, table, fence or container cut in the middle, never a block that
+    introduces the next (`…:`) without it."""
+    section = "\n\n".join(
+        [
+            "Retries are configured per client. The defaults suit most networks.",
+            "The retry options are:",
+            "\n".join(f"- `retry_{i}`: how the client retries, case {i}" for i in range(8)),
+            "| option | default |\n|---|---|\n" + "\n".join(f"| r{i} | {i} |" for i in range(30)),
+            "/// note | Retries\nA note about retries that must stay whole.\n\nEven its second paragraph.\n///",
+            "!!! warning\n    Retries can hide outages.\n\n    Watch the retry counter.",
+            "::: tip\nTip about retries.\n\nStill the tip.\n:::",
+            '<div class="x">\n\nRetries inside a div.\n\n</div>',
+            "<dl>\n<dt>retry</dt>\n\n<dd>Retries a request.</dd>\n</dl>",
+            "```toml\n[retry]\ncount = 3\n\nbackoff = 2\n```",
+        ]
+    )
+    body = f"# Client\n\n## Retries\n\n{section}\n\n## Other\n\n{FILLER * 4}"
+    whole = len(section)
+    sent = 0
+    for room in range(500, whole + 600, 97):
+        got = fit_pages([_page("client", body, "Client")], terms("retry retries options"), room)
+        text = str(got[0]["body"]) if got else ""
+        sent += bool(text)
+        for part in _passages(text):
+            kept = part.split("\n", 1)[1] if part.startswith("§ ") else part
+            assert section.startswith(kept), (room, kept[-80:])
+            assert len(kept) >= MIN_CUT or kept == section
+            for container in section.split("\n\n"):
+                if container[:3] in ("///", "!!!", "::;", "<di", "<dl", "```", "| o", "- `"):
+                    start = container.split("\n", 1)[0]
+                    if start in kept:
+                        assert container in kept, (room, start)
+            assert not kept.endswith("The retry options are:")
+    assert sent > 10
+
+
+def test_a_section_ending_with_a_colon_comes_only_with_the_section_it_introduces() -> None:
+    """`## Options` whose text ends "…are:" and whose items are subsections: it never comes
+    alone, ending on the colon before an elision marker."""
+    body = (
+        "# Tool\n\n## Options\n\n" + FILLER + "\n\nThe tool takes these options:\n\n"
+        "### --fast\n\nRuns fast. " + FILLER + "\n\n### --slow\n\n" + FILLER * 3 + "\n\n"
+        "## Install\n\n" + FILLER * 3
+    )
+    for query in ("tool options", "tool takes options fast", "fast"):
+        for room in (600, 900, 1_500, 2_500):
+            text = str(_fit(body, query, room, title="Tool")["body"])
+            for part in _passages(text):
+                assert not part.rstrip().endswith(":"), (query, room, part[-60:])
+
+
+def test_no_passage_is_cut_to_a_sliver() -> None:
+    """A cut passage has at least `MIN_CUT` characters: a long first paragraph is cut after a
+    sentence, never inside one."""
+    sentence = "The cache keeps every entry for one hour before it is dropped."
+    body = "# Cache\n\n" + " ".join([sentence] * 60) + "\n\n## Other\n\n" + FILLER * 5
+    text = str(_fit(body, "cache entry hour", 700, title="Cache")["body"])
+    kept = _passages(text)[0]
+    assert len(kept) >= MIN_CUT
+    assert kept.endswith(sentence)
+
+
+def test_a_page_without_headings_comes_as_its_paragraphs_that_answer() -> None:
+    """An article with no headings (SQuAD's Pages, notes) comes as the runs of paragraphs
+    that answer, not as its first characters."""
+    paragraphs = [f"Paragraph {i}: " + FILLER for i in range(30)]
+    paragraphs[21] = "The lighthouse keeper lit the lamp at dusk every evening. " + FILLER
+    body = "\n\n".join(paragraphs)
+    text = str(_fit(body, "when did the lighthouse keeper light the lamp", 2_000, "Notes")["body"])
+    assert "The lighthouse keeper lit the lamp at dusk" in text
+    assert "Paragraph 0:" not in text
 
 
 def test_same_input_same_bytes() -> None:
@@ -113,17 +244,23 @@ def test_cost_counts_utf8_escapes_and_cjk() -> None:
     assert cost("abcd") == 4
     assert cost("数") == 4  # 3 bytes and one more: about one token
     assert cost('a"b\n') == 6
+    assert text_cost('{"a":"b\\n"}') == 11  # a JSON text costs its bytes as they stand
     assert estimate_tokens("数据库") == 3
     assert estimate_tokens("a" * 400) == 100
 
 
-def test_outline_lists_headings_outside_code_capped() -> None:
-    heads = outline(DOC)
-    assert heads == ["# Server guide", "## Install", "## Cancellation", "### Timeouts"]
-    many = "\n\n".join(f"## Part {i}\n\ntext" for i in range(100))
-    capped = outline(many)
-    assert len(capped) == OUTLINE_MAX
-    assert capped[-1] == f"… {100 - OUTLINE_MAX + 1} more headings"
+def test_outline_lists_headings_outside_code_capped_by_cost() -> None:
+    """The outline leaves out the Page's own title and attribute lists; when all headings do
+    not fit `OUTLINE_UNITS`, the shallowest levels do, and the last entry counts the rest."""
+    assert outline(DOC, "Server guide") == ["## Install", "## Cancellation", "### Timeouts"]
+    many = "\n\n".join(
+        f"## Part {i} {{ #part-{i} }}\n\ntext\n\n### Detail {i}\n\nmore" for i in range(100)
+    )
+    capped = outline(many, "Many")
+    assert sum(cost(item) + 3 for item in capped) <= OUTLINE_UNITS
+    assert all(item.startswith("## Part ") for item in capped[:-1])
+    assert "{" not in "".join(capped)
+    assert capped[-1] == f"… {200 - len(capped) + 1} more headings"
     assert outline("```\n# not a heading\n```\n") == []
 
 
@@ -135,37 +272,34 @@ def test_caps_favour_the_best_page() -> None:
     assert len(set(got)) == 5
 
 
-def test_a_passage_cut_short_is_never_joined_to_the_next_as_if_whole() -> None:
+def test_a_cut_passage_is_never_joined_to_the_next_as_if_whole() -> None:
     """Every piece between markers is the Page's own text (a cut passage ends the piece)."""
     big = ("ラーメン の 作り方。" * 4000)[:40_000]
     got = focus(big, terms("ラーメン"), 70_000, 15_000)
-    pieces = [piece.strip().removesuffix(" …") for piece in got.body.split(ELISION)]
+    pieces = [piece.strip() for piece in got.body.split(ELISION)]
     assert all(piece in big for piece in pieces)
     assert len(got.body) <= 15_000
 
 
-def _page(slug: str, body: str) -> PageBody:
-    return PageBody("project", slug, slug.title(), "note", None, body, len(body), (), (), "t")
-
-
 def test_a_short_page_that_fits_comes_whole_past_its_share() -> None:
-    """A ~900-character glossary ranked third comes whole when the budget left holds it,
-    though its rank's share is smaller; unused share still reaches the Pages after it."""
+    """A ~900-character glossary ranked third (its search score close to the first's) comes
+    whole when the budget left holds it, though its rank's share is smaller."""
     long = ("The cancellation handshake. " + FILLER + "\n\n") * 30
     glossary = "\n".join(f"- term {i}: what cancellation {i} means here" for i in range(22))
     assert 800 < len(glossary) < 1_000
     pages = [_page("a", long), _page("b", long), _page("glossary", glossary)]
     pages += [_page(f"c{i}", long) for i in range(3)]
-    got = fit_pages(pages, terms("cancellation"), 10_000)
+    scores = [10.0, 9.8, 9.6, 5.0, 4.0, 3.0]
+    got = fit_pages(pages, terms("cancellation"), 10_000, scores)
     by_slug = {item["slug"]: item for item in got}
     assert by_slug["glossary"]["body"] == glossary
     assert by_slug["glossary"]["truncated"] is False
     assert "more" not in by_slug["glossary"]
     assert by_slug["a"]["truncated"] is True
-    assert sum(len(dumps_compact(item)) + 1 for item in got) <= 10_000
+    assert sum(text_cost(dumps_compact(item)) + 1 for item in got) <= 10_000
     # The same input gives the same bytes (the fitted answer is kept and handed out as a copy).
     got[0]["links"].append("changed")
-    again = fit_pages(pages, terms("cancellation"), 10_000)
+    again = fit_pages(pages, terms("cancellation"), 10_000, scores)
     assert again[0]["links"] == []
     assert dumps_compact(again[1:]) == dumps_compact(got[1:])
 
@@ -173,45 +307,32 @@ def test_a_short_page_that_fits_comes_whole_past_its_share() -> None:
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
 def test_counted_sizes_equal_the_encoded_ones(text: str) -> None:
     """`fit_pages` counts an entry's size instead of encoding its body again."""
-    assert json_units(text) == cost(dumps_compact(text))
+    assert json_units(text) == text_cost(dumps_compact(text))
 
 
-def test_a_cut_fence_is_closed_by_its_own_marker() -> None:
-    """A code passage opened with `~~~~` and cut short ends with `~~~~`, not three backticks
-    (which would leave the fence open and turn the rest of the answer into code)."""
-    lines = "\n".join(f"alpha_{i} = compute(beta)" for i in range(300))
-    body = f"# Code\n\nSome prose about alpha.\n\n~~~~python\n{lines}\n~~~~\n\nAfter the code.\n"
-    got = focus(body, [("alpha", 1), ("beta", 1)], 1_500, 15_000)
-    assert got.truncated
-    opened = got.body.index("~~~~python")
-    closing = [line for line in got.body[opened:].splitlines()[1:] if line.startswith(("~", "`"))]
-    assert closing[:1] == ["~~~~"], got.body[-200:]
-
-
-def test_passages_are_chosen_across_pages_by_comparable_scores() -> None:
-    """The answer's passage sits in the sixth Page, whose search score is close to the
+def test_sections_are_chosen_across_pages_by_comparable_scores() -> None:
+    """The answer's section sits in the sixth Page, whose search score is close to the
     first's: it comes in, though the first Pages' weaker matches could fill the whole
     budget (a fixed share per rank left the sixth Page too little to say anything)."""
     first = "\n\n".join(
-        f"Release notes {i}: the release train left on time, release {i} shipped."
-        for i in range(80)
+        f"## Release {i}\n\nThe release train left on time, release {i} shipped." for i in range(80)
     )
     second = "\n\n".join(
-        [f"Storage remark {i}: disks, volumes and their quotas." for i in range(60)]
-        + ["To roll back a release run the rollback command with the previous tag."]
-        + [f"Storage remark {i}: more about quotas." for i in range(60, 120)]
+        [f"## Storage {i}\n\nDisks, volumes and their quotas." for i in range(60)]
+        + ["## Rollback\n\nTo roll back a release run the rollback command with the previous tag."]
+        + [f"## Quotas {i}\n\nMore about quotas." for i in range(60, 120)]
     )
     pages = [_page(f"notes-{i}", first) for i in range(5)] + [_page("storage", second)]
     scores = [10.0, 9.9, 9.8, 9.7, 9.6, 9.5]
     got = fit_pages(pages, terms("how to roll back a release"), 4_000, scores)
     bodies = {item["slug"]: item["body"] for item in got}
     assert "To roll back a release run the rollback command" in bodies["storage"]
-    assert sum(len(dumps_compact(item)) + 1 for item in got) <= 4_000
+    assert sum(text_cost(dumps_compact(item)) + 1 for item in got) <= 4_000
 
 
-def test_a_page_whose_passages_match_nothing_is_left_out() -> None:
-    """A result Page none of whose passages holds a query term (it matched by title) costs
-    no entry while another Page's matching passages still fit: its metadata would say
+def test_a_page_whose_sections_match_nothing_is_left_out() -> None:
+    """A result Page none of whose sections holds a query term (it matched by title) costs
+    no entry while another Page's matching sections still fit: its metadata would say
     nothing the result row does not."""
     long = ("The cancellation handshake. " + FILLER + "\n\n") * 30
     other = (FILLER + "\n\n") * 30
@@ -219,9 +340,9 @@ def test_a_page_whose_passages_match_nothing_is_left_out() -> None:
     assert [item["slug"] for item in got] == ["a"]
 
 
-# Passage scores are computed from per-word counts for ASCII bodies (`passages._ascii_analysis`):
-# the reference below is what every body went through before, the search's own analyzer
-# (`index_terms`) on each passage with its heading path, all terms counted.
+# Unit scores are computed from per-word counts for ASCII bodies (`passages._ascii_analysis`):
+# the reference below is the search's own analyzer (`index_terms`) on each unit with its
+# heading path (counted `HEADING_WEIGHT` times), all terms counted.
 TRICKY = [
     "dying",
     "lying",
@@ -275,10 +396,11 @@ def _reference_scores(bodies: list[str], query: list[tuple[str, int]]) -> list[l
     lengths: list[int] = []
     sizes: list[int] = []
     for body in bodies:
-        passages = split_passages(body)
-        sizes.append(len(passages))
-        for p in passages:
-            found = index_terms(" ".join(p.path) + "\n" + body[p.start : p.end])
+        units = split_units(body)
+        sizes.append(len(units))
+        for p in units:
+            heads = " ".join(p.path * passages_module.HEADING_WEIGHT)
+            found = index_terms(heads + "\n" + body[p.start : p.end])
             lengths.append(len(found))
             docs.append({t: found.count(t) for t in set(found)})
     flat = passages_module._scores(docs, lengths, query)
@@ -311,7 +433,7 @@ _BLOCK = st.one_of(
     st.lists(st.lists(_BLOCK, min_size=1, max_size=8).map("\n\n".join), min_size=1, max_size=3),
     st.lists(_WORD, min_size=1, max_size=5).map(" ".join),
 )
-def test_ascii_bodies_score_as_the_analyzer_counts_their_passages(
+def test_ascii_bodies_score_as_the_analyzer_counts_their_units(
     bodies: list[str], query_text: str
 ) -> None:
     query = terms(query_text)

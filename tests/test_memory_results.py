@@ -266,11 +266,11 @@ def test_links_read_per_page_are_bounded_at_the_query(tmp_path: Path) -> None:
 
 
 def test_snippets_are_shorter_than_the_bound_they_keep() -> None:
-    """lwc's own snippets take at most 120 characters (SPEC §2 allows 180, a stored one
-    included): eight results' snippets were a quarter of a default answer's metadata, and
-    the Page bodies already carry the matching passages."""
+    """lwc's own snippets take at most 90 characters (SPEC §2 allows 180, a stored one
+    included): they are the results' only text besides the Page bodies, which carry the
+    matching sections."""
     text = " ".join(f"word{i}" for i in range(200))
     snippet = make_snippet(text, text.index("word100"))
-    assert len(snippet) <= 120
+    assert len(snippet) <= 90
     assert "word100" in snippet
-    assert snippet.index("word100") >= 40  # still about 60 characters before the match
+    assert snippet.index("word100") >= 30  # still about 40 characters before the match

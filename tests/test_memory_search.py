@@ -10,7 +10,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest_memory import add_source, ask, ids, new_project, new_store, page, put_pages
+from conftest_memory import (
+    add_source,
+    ask,
+    ids,
+    new_project,
+    new_store,
+    page,
+    put_pages,
+    search_rows,
+)
 
 from lwc_trio.memory.index.writer import PageInput, Wiki
 from lwc_trio.memory.query.engine import MemoryCancelled
@@ -447,7 +456,8 @@ def test_cli_write_is_visible_to_the_next_query(tmp_path: Path) -> None:
 
 def test_question_asked_again_is_answered_afresh_after_a_write(tmp_path: Path) -> None:
     """The per-revision answers never outlive a write: the same question asked again gets
-    the same bytes until a write, then the written text (rows, snippet and body)."""
+    the same bytes until a write, then the written text (rows, snippet and body). A result
+    whose body comes in `pages` carries an empty snippet; `lwc search` shows it."""
     project, db, home = new_project(tmp_path)
     put_pages(db, [page("a", "Alpha", "alpha before"), page("b", "Beta", "beta")])
     first = ask("alpha", project, home=home)
@@ -460,8 +470,9 @@ def test_question_asked_again_is_answered_afresh_after_a_write(tmp_path: Path) -
     put_pages(db, [page("a", "Alpha", "alpha after"), page("c", "Alpha two", "gamma")])
     after = ask("alpha", project, home=home)
     assert ids(after) == ["a", "c"]
-    assert after["results"][0]["snippet"] == "alpha after"
+    assert after["results"][0]["snippet"] == ""
     assert after["pages"][0]["body"] == "alpha after"
+    assert search_rows("alpha", project, home=home)[0]["snippet"] == "alpha after"
 
 
 def test_graph_neighborhood_is_bounded_to_twelve_nodes(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def test_rewrites_merge_segments_and_drop_dead_postings(tmp_path: Path) -> None:
     assert live <= set(ids)
     memory = ask("zebra", project, home=home, scope="project")
     assert [r["identifier"] for r in memory["results"]] == ["z", "other"]
-    assert "version 23" in memory["results"][0]["snippet"]
+    assert "version 23" in memory["pages"][0]["body"]  # the live text, not a dead one
 
 
 def test_a_merge_keeps_the_older_larger_segments(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from lwc_trio.protocol.code_text import (
     source_files,
 )
 from lwc_trio.protocol.explore_result import build_result, dumps
-from lwc_trio.protocol.units import cost
+from lwc_trio.protocol.units import cost, text_cost
 
 LONG_SECTION = (DATA / "long_section.md").read_text(encoding="utf-8")
 """Lists, then one 15,000-character section of `pkg/ledger.py`: longer than the cap's room."""
@@ -75,7 +75,7 @@ def test_the_budget_keeps_source_of_a_long_first_section() -> None:
     capped = ready_state(LONG_SECTION)
     for room in (DEFAULT_CODE_ROOM, ALL_CODE_ROOM):
         state = fit_state(capped, room)
-        assert cost(dumps(state["text"])) <= room
+        assert text_cost(dumps(state["text"])) <= room
         assert source_lines(state["text"]) >= 20, room
         assert state["files"] == ["pkg/ledger.py"]
         assert state["truncated"] is True
@@ -92,7 +92,7 @@ def test_mode_all_fits_the_budget_with_memorys_page_beside_the_code() -> None:
     }
     args = ExploreArgs(query="ledger", projectPath="/ws", mode="all")
     out, _ = build_result(args, "/ws", memory, ready_state(LONG_SECTION), 3, 5)
-    assert cost(dumps(out)) + 16 <= args.maxTokens * 4  # TIMINGS_ROOM kept for the digits
+    assert text_cost(dumps(out)) + 16 <= args.maxTokens * 4  # TIMINGS_ROOM kept for the digits
     assert out["memory"]["pages"]
     assert source_lines(out["codeGraph"]["text"]) >= 20
 
@@ -139,7 +139,7 @@ def test_a_source_line_longer_than_the_room_is_cut_at_a_character_and_marked() -
     assert state["files"] == ["pkg/blob.py"]
     assert LONG_LINE.split("\n2\t", 1)[1].startswith(text.split("\n2\t", 1)[1][: -len(CUT_MARK)])
     budget = fit_state(state, DEFAULT_CODE_ROOM)
-    assert cost(dumps(budget["text"])) <= DEFAULT_CODE_ROOM
+    assert text_cost(dumps(budget["text"])) <= DEFAULT_CODE_ROOM
     assert budget["text"].endswith(CUT_MARK)
     assert '\n2\t    return "0000000001' in budget["text"]
 
@@ -154,7 +154,7 @@ def test_an_answer_that_is_one_40000_character_line_is_never_empty() -> None:
         assert fitted["text"].endswith(CUT_MARK)
         assert fitted["truncated"] is True
         if room > 10:
-            assert cost(dumps(fitted["text"])) <= room
+            assert text_cost(dumps(fitted["text"])) <= room
 
 
 def test_the_epilogue_goes_before_any_file_section() -> None:
@@ -221,8 +221,8 @@ def test_the_cap_counts_code_points_and_the_budget_cost_units() -> None:
     assert fit_text(text, TEXT_LIMIT) == (text, False)
     cjk = "\n".join("系统运行稳定" * 10 for _ in range(100))
     state = fit_state({"state": "ready", "text": cjk, "truncated": False, "files": []}, 2_000)
-    assert cost(dumps(state["text"])) <= 2_000
-    assert cost(dumps(state["text"])) > 2_000 - 200
+    assert text_cost(dumps(state["text"])) <= 2_000
+    assert text_cost(dumps(state["text"])) > 2_000 - 200
 
 
 def test_files_lists_only_sections_whose_source_survives() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import lwc_command
-from conftest_memory import ask, ids, new_project, new_store, page, put_pages
+from conftest_memory import ask, ids, new_project, new_store, page, put_pages, search_rows
 
 from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory.format import typo_index
@@ -157,14 +157,14 @@ def test_typo_ties_are_deterministic(tmp_path: Path) -> None:
 
 
 def test_snippet_has_context_before_the_match(tmp_path: Path) -> None:
-    """The snippet starts about 60 characters before the match, on a word, marked `…`."""
+    """The snippet starts about 40 characters before the match, on a word, marked `…`."""
     project, db, home = new_project(tmp_path)
     body = "Intro sentence about many unrelated things. " * 5 + "The scheduler places pods."
     put_pages(db, [page("s", "Notes", body), page("o", "Other", "x")])
-    snippet = ask("scheduler", project, home=home)["results"][0]["snippet"]
+    snippet = search_rows("scheduler", project, home=home)[0]["snippet"]
     assert snippet.startswith("…")
     assert "scheduler places pods." in snippet
-    assert 40 <= snippet.index("scheduler") <= 62
+    assert 25 <= snippet.index("scheduler") <= 42
     assert snippet[1:].split(" ")[0] in body.split(" ")
 
 
@@ -276,4 +276,5 @@ def test_readme_example_through_the_cli(workspace: Path, lwc_env: dict[str, str]
     assert explored.returncode == 0, explored.stderr
     memory = json.loads(explored.stdout)["memory"]
     assert [r["identifier"] for r in memory["results"]] == ["auth-flow"]
-    assert memory["results"][0]["snippet"] == "Login uses OAuth device codes"
+    assert memory["pages"][0]["body"] == "Login uses OAuth device codes\n"
+    assert memory["results"][0]["snippet"] == ""  # the body is right below it

@@ -42,7 +42,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-from lwc_trio.protocol.units import field_cost
+from lwc_trio.protocol.units import cost
 
 __all__ = [
     "CUT_MARK",
@@ -61,7 +61,7 @@ LIST_CAPS: Final = (3, 1, 0)
 """Items each head list keeps, step by step, before source lines are dropped."""
 
 Measure = Callable[[str], int]
-"""A text's size: additive over concatenation (`len`, `units.field_cost`)."""
+"""A text's size: additive over concatenation (`len`, `units.cost`)."""
 
 _HEADER = re.compile(r"\*\*`([^`\n]+)`\*\*")
 _SOURCE = re.compile(r"\d+\t")
@@ -240,9 +240,9 @@ def fit_text(text: str, room: int, measure: Measure = len) -> tuple[str, bool]:
 
 def fit_state(state: dict[str, Any], room: int) -> dict[str, Any]:
     """A `ready` code object whose `text`, written as a string in the text block, costs at
-    most `room` units there (`cost(dumps(text))`, quotes included: `units.field_cost` + 4),
+    most `room` units there (`text_cost(dumps(text))`, quotes included: `units.cost` + 2),
     cut by `fit_text`; `truncated` and `files` follow. The object itself when it fits."""
-    kept, cut = fit_text(state["text"], room - 4, field_cost)
+    kept, cut = fit_text(state["text"], room - 2, cost)
     if not cut:
         return state
     return {"state": "ready", "text": kept, "truncated": True, "files": source_files(kept)}

@@ -20,7 +20,7 @@ from lwc_trio.protocol.arguments import ExploreArgs
 from lwc_trio.protocol.code_text import fit_state
 from lwc_trio.protocol.jsonrpc import to_bytes
 from lwc_trio.protocol.tool import UNITS_PER_TOKEN
-from lwc_trio.protocol.units import cost
+from lwc_trio.protocol.units import text_cost
 
 NOT_REQUESTED: Final = {"state": "not_requested"}
 
@@ -160,13 +160,13 @@ def _units(structured: dict[str, Any]) -> int:
     memory = structured["memory"]
     stores = memory.get("stores")
     if not isinstance(stores, list) or not stores:
-        return cost(dumps(structured)) + TIMINGS_ROOM
+        return text_cost(dumps(structured)) + TIMINGS_ROOM
     memory["stores"] = [
         {**store, "revision": 0} if isinstance(store, dict) and "revision" in store else store
         for store in stores
     ]
     try:
-        return cost(dumps(structured)) + TIMINGS_ROOM + REVISION_ROOM * len(stores)
+        return text_cost(dumps(structured)) + TIMINGS_ROOM + REVISION_ROOM * len(stores)
     finally:
         memory["stores"] = stores
 
@@ -197,16 +197,16 @@ def fit_budget(structured: dict[str, Any], room: int) -> None:
     memory_ready = memory.get("state") == "ready"
     whole = code if code.get("state") == "ready" else None
     if whole is not None:
-        fixed = _units(structured) - cost(dumps(whole["text"]))
+        fixed = _units(structured) - text_cost(dumps(whole["text"]))
         share = room - fixed
         if memory_ready:
-            share = max(share, min(room // 2, cost(dumps(whole["text"]))))
+            share = max(share, min(room // 2, text_cost(dumps(whole["text"]))))
         structured["codeGraph"] = code = fit_state(whole, share)
     while memory_ready and _units(structured) > room and _drop_memory_step(memory):
         pass
     if whole is not None:
         # What memory gave up goes back to the code text (cut again from the whole).
-        spare = room - (_units(structured) - cost(dumps(code["text"])))
+        spare = room - (_units(structured) - text_cost(dumps(code["text"])))
         structured["codeGraph"] = fit_state(whole, spare)
 
 

@@ -15,7 +15,7 @@ LIMIT_MIN: Final = 1
 LIMIT_MAX: Final = 20
 DEFAULT_MAX_DOCUMENTS: Final = 8
 DEFAULT_MAX_FILES: Final = 12
-DEFAULT_MAX_TOKENS: Final = 2_500
+DEFAULT_MAX_TOKENS: Final = 2_750
 """The default answer's budget: at most 4 bytes an estimated token, so about 10,000 bytes of
 text block, under Codex CLI's ~12,000-byte limit with a margin (docs/mcp-reference.md)."""
 MAX_TOKENS_MIN: Final = 500

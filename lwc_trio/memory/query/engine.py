@@ -21,12 +21,14 @@ from lwc_trio.memory.format.typo_index import WordIndex
 from lwc_trio.memory.format.typo_index import request as typo_request
 from lwc_trio.memory.index.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.query.bounds import bound_body, bound_neighborhood, bound_row
+from lwc_trio.memory.query.evidence import rerank
 from lwc_trio.memory.query.passages import UNITS_PER_TOKEN, cost
 from lwc_trio.memory.query.results import (
     PageBody,
     ResultRow,
     dumps_compact,
     fit_pages,
+    page_heads,
     page_reference,
     read_from,
     read_hits,
@@ -44,6 +46,7 @@ from lwc_trio.memory.storage.store import (
 )
 from lwc_trio.memory.text.tokenize import MAX_TERMS, QueryTerm, parse_query
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
+from lwc_trio.protocol.units import text_cost
 
 __all__ = [
     "MemoryCancelled",
@@ -267,6 +270,9 @@ def _search(
             words=words,
         )
     _check(cancelled)
+    query_terms = [(t.term, t.count) for t in terms]
+    hits = rerank(hits, query_terms, lambda slugs: page_heads(conn, slugs, key))
+    _check(cancelled)
     rows, bodies = read_hits(conn, ref.scope, hits, query, key)
     return (
         tuple(bound_row(row) for row in rows),
@@ -371,9 +377,10 @@ def merge_rows(answers: Sequence[StoreAnswer], limit: int) -> list[ResultRow]:
     return rows[:limit]
 
 
-ENVELOPE = 200
+ENVELOPE = 160
 """Cost units of the result object around `memory` besides the query and path echoes
-(`"codeGraph":{"state":"not_requested"}`, `mode`, `scope`, `timings`, keys, quotes)."""
+(`"codeGraph":{"state":"not_requested"}`, `partial`, `mode`, `scope`, `timings`, keys, quotes):
+140 at most as written."""
 
 
 STORE_ROOM = 120
@@ -422,18 +429,25 @@ def _ready(
     # The budget covers the whole text block: what is not a body is paid for first. Stores
     # and graph items are counted at their largest, so the bodies never depend on a
     # revision's digits or a graph status (only a neighbourhood counts as it is).
-    spent = cost(dumps_compact({**out, "graph": [], "stores": []})) + ENVELOPE
+    spent = text_cost(dumps_compact({**out, "graph": [], "stores": []})) + ENVELOPE
     spent += STORE_ROOM * len(out["stores"]) + GRAPH_ROOM * len(graph)
-    spent += sum(cost(dumps_compact(s.get("error"))) for s in out["stores"] if "error" in s)
+    spent += sum(text_cost(dumps_compact(s.get("error"))) for s in out["stores"] if "error" in s)
     spent += sum(
-        cost(dumps_compact(item["neighborhood"])) + len(item["seed"]) + 30
+        text_cost(dumps_compact(item["neighborhood"])) + len(item["seed"]) + 30
         for item in graph
         if "neighborhood" in item
     )
-    spent += cost(dumps_compact(q.query)) + cost(dumps_compact(str(q.project_path)))
+    spent += cost(q.query) + cost(str(q.project_path)) + 4
     room = q.max_tokens * UNITS_PER_TOKEN - spent
     scores = [-row.rank for row in with_body]  # `rank` is lower-is-better
-    out["pages"] = fit_pages(bodies, [(t.term, t.count) for t in terms], room, scores)
+    # A result whose Page comes needs no snippet (the body says more): its row gives the
+    # snippet's cost back to the bodies, and carries an empty one.
+    credits = [cost(row.snippet) for row in with_body]
+    out["pages"] = fit_pages(bodies, [(t.term, t.count) for t in terms], room, scores, credits)
+    paged = {(page["scope"], page["slug"]) for page in out["pages"]}
+    for item in out["results"]:
+        if item["type"] == "page" and (item["scope"], item["identifier"]) in paged:
+            item["snippet"] = ""
     return out
 
 

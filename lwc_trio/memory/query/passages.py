@@ -1,17 +1,27 @@
 """Query-focused Page bodies under a size budget (SPEC §4 "Pages"). Sans-IO and pure.
 
-`allot` chooses for all the result Pages at once: the passages of every Page are scored as
-one collection, weighted by their Page's search score, and taken best first within each Page's
-cap by rank (`caps`). A Page that fits comes whole. A longer one comes as the passages most
-relevant to the query: the body is split at Markdown headings, then at blank lines (a fenced
-code block is one passage, never split where that can be avoided; a very long paragraph is
-split at line and then sentence ends), each passage is scored with the search's own analyzer
-(`tokenize.index_terms`) and BM25 with the search's non-collapsing IDF and constants
-(`search.idf`, `search.DEFAULT_RANKING`), counting its heading path as part of it, and the
-best passages that fit are returned **in document order**. A passage that does not follow the
-one before it is introduced by its heading path (`§ Install › Linux`) and set apart by the
-elision marker `[…]` on a line of its own; the outline (the Page's headings, capped) says
-what was left out.
+`allot` chooses for all the result Pages at once. A Page that fits its share comes whole. A
+longer one comes as its **sections** most relevant to the query (`markdown.sections`: a
+heading and what lies under it), in document order:
+
+- **Units.** Each section holding text is a unit, scored and taken as one. A section longer
+  than `UNIT_MAX` characters (a long reference section, a Page with no headings at all) is
+  several units, consecutive runs of its whole blocks (`markdown.cut_points`), so a long
+  heading-less Page still comes as the part that answers.
+- **Scoring.** Every unit of every result Page is scored for the query as one collection:
+  BM25 with the search's own analyzer (`tokenize.index_terms`), non-collapsing IDF and
+  constants (`search.idf`, `search.DEFAULT_RANKING`), its heading path counted with it; times
+  its Page's prior from the search (`priors`).
+- **Taking.** Best first, each Page within its cap by rank (`caps`) and the answer within
+  its room: a unit that fits is taken whole; a longer one is cut at a block boundary from its
+  start (never inside a sentence, a list, a table, a fence or a container; a block that
+  introduces the next, ending with `:`, travels with it), or, when its first block alone is
+  too long, after a sentence of its first paragraph; never to under `MIN_CUT` characters.
+- **Rendering.** Units next to each other come as the Page has them. Any other unit is
+  introduced by one short heading path, its section's heading and at most two ancestors,
+  without the Page's title (`§ Profiles › debug`), which stands for the heading line; the
+  elision marker `[…]` on a line of its own marks what was left out between, before and
+  after. The outline (the Page's headings, `outline`, capped by its cost) says what that was.
 
 Sizes are in **cost units**: one unit per UTF-8 byte of the text as compact JSON writes it
 (escapes included), plus one more per CJK character. A token is estimated at four units, so a
@@ -31,17 +41,21 @@ from itertools import repeat
 import attrs
 
 from lwc_trio.memory.query.search import DEFAULT_RANKING, idf
+from lwc_trio.memory.text.markdown import blocks, cut_points, introduces, sections
 from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, stem_words
 from lwc_trio.protocol.units import cost
 
 __all__ = [
     "ELISION",
-    "OUTLINE_MAX",
+    "MIN_CUT",
+    "OUTLINE_UNITS",
     "UNITS_PER_TOKEN",
+    "UNIT_MAX",
     "Focused",
-    "Passage",
     "Slot",
+    "Unit",
     "allot",
+    "best_units",
     "body_units",
     "caps",
     "cost",
@@ -49,25 +63,30 @@ __all__ = [
     "focus",
     "outline",
     "priors",
-    "split_passages",
+    "split_units",
 ]
 
 UNITS_PER_TOKEN = 4
 ELISION = "[…]"
 """The visible marker between passages that are not next to each other in the Page."""
 _GAP = f"\n\n{ELISION}\n\n"
-OUTLINE_MAX = 12
-"""Headings listed in a truncated Page's `outline` at most."""
-OUTLINE_ITEM_MAX = 80
-PIECE_MAX = 800
-"""A paragraph longer than this (characters) is split at line ends, then sentence ends
-(tuned on SQuAD, whose paragraphs average ~700 characters: 1,200 and 500 did worse)."""
-MIN_PASSAGE = 80
-"""A passage is not cut down below this many characters to fit (it is left out instead)."""
-
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+UNIT_MAX = 2000
+"""A section longer than this (characters) is scored and taken as consecutive runs of its
+whole blocks of at most this size (a block longer than that is a unit of its own)."""
+PROSE_MAX = 800
+"""`UNIT_MAX` for a Page without headings."""
+MIN_CUT = 200
+"""A unit is never cut to fewer characters than this (it is left out instead): a passage
+that short says nothing on its own (SPEC §4). A whole section may be shorter."""
+OUTLINE_UNITS = 120
+"""The most cost units a truncated Page's outline takes (its headings, shallowest first)."""
+OUTLINE_ITEM_MAX = 60
+"""Characters of one outline heading at most."""
+HEADING_WEIGHT = 2
+"""A unit's heading path counts this many times in its score: a heading names what its section
+is about, as a title does a Page (the search weighs titles 8 to a body's 1)."""
+PATH_DEPTH = 3
+"""Headings in a passage's path at most: its section's and two ancestors (SPEC §4)."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -76,147 +95,157 @@ def estimate_tokens(text: str) -> int:
 
 
 @attrs.frozen
-class Passage:
-    """One piece of a Page body: `body[start:end]`, under the headings `path`."""
+class Unit:
+    """One unit of a Page body: `body[start:end]`, a section's text (after its heading line)
+    or a run of its blocks, under the headings `path` (empty for the text before the first
+    heading)."""
 
     start: int
     end: int
     path: tuple[str, ...]
-    code: bool = False
+    first: bool
+    """It starts its section: what precedes it in the Page is the section's heading line."""
 
 
-def _grouped(body: str, start: int, end: int, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
-    """`[start, end)` cut after matches of `breaks` into groups of at most `PIECE_MAX`
-    characters where the matches allow."""
-    cuts = [start]
-    last = start
-    for match in breaks.finditer(body, start, end):
-        if match.end() - cuts[-1] > PIECE_MAX and last > cuts[-1]:
-            cuts.append(last)
-        last = match.end()
-    if end - cuts[-1] > PIECE_MAX and start < last < end and last > cuts[-1]:
-        cuts.append(last)
-    bounds = [*cuts, end]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+def _pieces(text: str, most: int) -> list[tuple[int, int]]:
+    """`text` (a section's content) as runs of whole block groups of at most `most`
+    characters each where the blocks allow; offsets into `text`."""
+    stripped = text.rstrip()
+    if not stripped:
+        return []
+    first = len(text) - len(text.lstrip())
+    first = text.rfind("\n", 0, first) + 1  # the start of the first line with text
+    if len(stripped) - first <= most and not stripped.endswith(":"):
+        return [(first, len(stripped))]  # most sections: one unit, no block to look at
+    points = list(cut_points(text))
+    found = blocks(text)
+    if introduces(text, found[-1]):
+        # The section ends introducing the next ("…the options are:"): that block is no part
+        # of its unit. It comes only where the next section's text follows it (`_render`
+        # joins units next to each other with what lies between them).
+        points = [point for point in points if point < found[-1].start]
+    if not points:
+        return []
+    if points[-1] - first <= most:
+        return [(first, points[-1])]
+    for block in found:
+        if block.kind == "paragraph" and block.end - block.start > most:
+            points.extend(_breaks(text, block.start, block.end, most))
+    points.sort()
+    runs: list[tuple[int, int]] = []
+    start, last = first, first
+    for point in points:
+        if point - start > most and last > start:
+            runs.append((start, last))
+            start = _skip_space(text, last)
+        last = point
+    runs.append((start, last))
+    return runs
 
 
-_LINE_END = re.compile(r"\n")
+def _breaks(text: str, start: int, end: int, most: int) -> list[int]:
+    """Where a paragraph longer than `most` characters (`text[start:end]`) may end a unit:
+    after its sentences; where a sentence is longer still, at its line ends, then at its
+    spaces, then (text without any, such as CJK) every `most` characters."""
+    cuts = [start, end]
+    for finder in (_sentence_ends, _line_ends, _space_ends, _every):
+        found: list[int] = []
+        for a, b in itertools.pairwise(cuts):
+            if b - a > most:
+                found.extend(finder(text, a, b, most))
+        if found:
+            cuts = sorted({*cuts, *found})
+    return cuts[1:-1]
 
 
-_SPACE_RUN = re.compile(r"\s+")
+def _sentence_ends(text: str, a: int, b: int, most: int) -> list[int]:
+    return [match.end() for match in _SENTENCE_END.finditer(text, a, b - 1)]
 
 
-def _split_long(body: str, start: int, end: int) -> list[tuple[int, int]]:
-    """`[start, end)` in pieces of about `PIECE_MAX` characters at most: at line ends, then
-    sentence ends, then spaces; text with none of them (CJK) every `PIECE_MAX` characters."""
-    pieces = [(start, end)]
-    for breaks in (_LINE_END, _SENTENCE_END, _SPACE_RUN):
-        pieces = [
-            part
-            for a, b in pieces
-            for part in (_grouped(body, a, b, breaks) if b - a > PIECE_MAX else [(a, b)])
-        ]
-    out: list[tuple[int, int]] = []
-    for a, b in pieces:
-        out.extend((x, min(x + PIECE_MAX, b)) for x in range(a, b, PIECE_MAX))
-    return [(a, _rstrip(body, a, b)) for a, b in out if _rstrip(body, a, b) > a]
+def _line_ends(text: str, a: int, b: int, most: int) -> list[int]:
+    return [match.start() for match in _NEWLINE.finditer(text, a + 1, b)]
 
 
-def _rstrip(body: str, a: int, b: int) -> int:
-    while b > a and body[b - 1].isspace():
-        b -= 1
-    return b
+def _space_ends(text: str, a: int, b: int, most: int) -> list[int]:
+    return [match.start() for match in _SPACE.finditer(text, a + 1, b)]
 
 
-def split_passages(body: str) -> list[Passage]:
-    """The passages of `body` in document order (headings are not passages: each passage
-    carries the heading path above it). Whitespace between passages belongs to none."""
-    passages: list[Passage] = []
-    path: list[tuple[int, str]] = []
-    para_start = -1
-    fence: str | None = None
-    fence_start = 0
-    pos = 0
-
-    def close(end: int) -> None:
-        nonlocal para_start
-        if para_start < 0:
-            return
-        a, b = para_start, end
-        while b > a and body[b - 1].isspace():
-            b -= 1
-        para_start = -1
-        heads = tuple(title for _level, title in path)
-        for x, y in _split_long(body, a, b):
-            passages.append(Passage(x, y, heads))
-
-    for line in body.splitlines(keepends=True):
-        start, pos = pos, pos + len(line)
-        text = line.rstrip("\r\n")
-        if fence is not None:
-            marker = _FENCE.match(text)
-            if (
-                marker
-                and marker.group(1)[0] == fence[0]
-                and len(marker.group(1)) >= len(fence)
-                and not text.strip().lstrip(fence[0])
-            ):
-                heads = tuple(title for _level, title in path)
-                passages.append(Passage(fence_start, start + len(text), heads, code=True))
-                fence = None
-            continue
-        marker = _FENCE.match(text)
-        if marker:
-            close(start)
-            fence, fence_start = marker.group(1), start
-            continue
-        heading = _HEADING.match(text)
-        if heading:
-            close(start)
-            level = len(heading.group(1))
-            while path and path[-1][0] >= level:
-                path.pop()
-            path.append((level, heading.group(2).strip()))
-            continue
-        if not text.strip():
-            close(start)
-        elif para_start < 0:
-            para_start = start
-    if fence is not None:  # an unclosed fence runs to the end (as Markdown renders it)
-        end = len(body.rstrip())
-        heads = tuple(title for _level, title in path)
-        if end > fence_start:
-            passages.append(Passage(fence_start, end, heads, code=True))
-    close(len(body))
-    return passages
+def _every(text: str, a: int, b: int, most: int) -> list[int]:
+    return list(range(a + most, b, most))
 
 
-def outline(body: str, limit: int = OUTLINE_MAX) -> list[str]:
-    """The Page's headings outside code, as `#`-marked lines, at most `limit` of them
-    (the last entry says how many more there are)."""
-    heads: list[str] = []
-    fence: str | None = None
-    total = 0
-    for line in body.splitlines():
-        marker = _FENCE.match(line)
-        if fence is not None:
-            if marker and marker.group(1)[0] == fence[0] and not line.strip().lstrip(fence[0]):
-                fence = None
-            continue
-        if marker:
-            fence = marker.group(1)
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            total += 1
-            if len(heads) < limit:
-                title = heading.group(2).strip()
-                if len(title) > OUTLINE_ITEM_MAX:
-                    title = title[: OUTLINE_ITEM_MAX - 1] + "…"
-                heads.append(f"{heading.group(1)} {title}")
-    if total > limit:
-        heads[-1] = f"… {total - limit + 1} more headings"
-    return heads
+_NEWLINE = re.compile("\n")
+_SPACE = re.compile(" ")
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at
+
+
+@functools.lru_cache(maxsize=64)
+def split_units(body: str) -> tuple[Unit, ...]:
+    """The units of `body` in document order (see the module docstring)."""
+    units: list[Unit] = []
+    found = sections(body)
+    # A Page without headings (an article, notes) has no sections to speak of: its units
+    # are runs of a few paragraphs.
+    most = PROSE_MAX if all(section.level == 0 for section in found) else UNIT_MAX
+    for section in found:
+        text = body[section.text : section.end]
+        for index, (start, end) in enumerate(_pieces(text, most)):
+            units.append(Unit(section.text + start, section.text + end, section.path, index == 0))
+    return tuple(units)
+
+
+def _title_key(text: str) -> str:
+    return " ".join(text.replace("`", "").split()).casefold()
+
+
+def short_path(path: Sequence[str], title: str) -> tuple[str, ...]:
+    """The heading path a passage is introduced by: without the Page's own title (its
+    entry carries it), the last `PATH_DEPTH` headings."""
+    key = _title_key(title)
+    kept = [head for head in path if _title_key(head) != key]
+    return tuple(kept[-PATH_DEPTH:])
+
+
+def outline(body: str, title: str = "", room: int = OUTLINE_UNITS) -> list[str]:
+    """The Page's headings outside code (`#`-marked, attribute lists dropped, the Page's own
+    title left out) within `room` cost units: the shallowest levels that fit, in document
+    order; the last entry says how many headings are not listed."""
+    key = _title_key(title)
+    heads: list[tuple[int, str]] = []
+    for section in sections(body):
+        if section.level and _title_key(section.path[-1]) != key:
+            text = section.path[-1]
+            if len(text) > OUTLINE_ITEM_MAX:
+                text = text[: OUTLINE_ITEM_MAX - 1] + "…"
+            heads.append((section.level, f"{'#' * section.level} {text}"))
+    if not heads:
+        return []
+    levels = sorted({level for level, _text in heads})
+    chosen: list[str] = []
+    for depth in range(len(levels), 0, -1):
+        allowed = set(levels[:depth])
+        chosen = [text for level, text in heads if level in allowed]
+        more = len(heads) - len(chosen)
+        if more:
+            chosen.append(f"… {more} more headings")
+        if sum(cost(item) + 3 for item in chosen) <= room:
+            return chosen
+    # Even the top level does not fit: as many of its headings as do.
+    top = [text for level, text in heads if level == levels[0]]
+    out: list[str] = []
+    spent = 0
+    for text in top:
+        if spent + cost(text) + 3 + 30 > room:
+            break
+        out.append(text)
+        spent += cost(text) + 3
+    out.append(f"… {len(heads) - len(out)} more headings")
+    return out
 
 
 class _Words:
@@ -234,8 +263,8 @@ class _Words:
         self.by_term: tuple[dict[str, int], ...] | None = None
 
 
-Analysis = tuple[tuple[Passage, ...], tuple[dict[str, int], ...], tuple[int, ...], _Words | None]
-"""A body's passages, each one's counts, each one's length in terms, and None when the counts
+Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], _Words | None]
+"""A body's units, each one's counts, each one's length in terms, and None when the counts
 are by term, else the folded words they are by (an ASCII body, `_ascii_analysis`)."""
 SMALL_BODY = 20_000
 """Bodies up to this many characters have their analysis kept for the last 1,024 of them;
@@ -243,19 +272,20 @@ longer ones (each analysis up to ~100,000 characters' terms) for the last 16."""
 
 
 def _analyzed(body: str) -> Analysis:
-    """`body`'s passages, each one's counts (its heading path counted with it) and length in
+    """`body`'s units, each one's counts (its heading path counted with it) and length in
     terms. Kept for recent bodies: agents ask about the same Pages again."""
     return _small(body) if len(body) <= SMALL_BODY else _large(body)
 
 
 def _analysis(body: str) -> Analysis:
-    passages = tuple(split_passages(body))
+    passages = split_units(body)
     if body.isascii():
         return _ascii_analysis(body, passages)
     counts: list[dict[str, int]] = []
     lengths: list[int] = []
     for passage in passages:
-        terms = index_terms(" ".join(passage.path) + "\n" + body[passage.start : passage.end])
+        heads = " ".join(passage.path * HEADING_WEIGHT)
+        terms = index_terms(heads + "\n" + body[passage.start : passage.end])
         lengths.append(len(terms))
         counts.append(collections.Counter(terms))
     return passages, tuple(counts), tuple(lengths), None
@@ -267,7 +297,7 @@ _ALNUM = str.maketrans({chr(c): chr(c) if chr(c).isalnum() else " " for c in ran
 `[^\\W_]`, ASCII), with a few C calls instead of a regex match per word."""
 
 
-def _ascii_analysis(body: str, passages: tuple[Passage, ...]) -> Analysis:
+def _ascii_analysis(body: str, passages: tuple[Unit, ...]) -> Analysis:
     """`_analysis` of an ASCII body, each passage's counts by folded word (stop words left out):
     what `index_terms` counts, before stemming. Stemming every word of every result Page was
     most of a query's cost on long Pages, and a query needs its own terms only
@@ -279,7 +309,7 @@ def _ascii_analysis(body: str, passages: tuple[Passage, ...]) -> Analysis:
     for passage in passages:
         words = heads.get(passage.path)
         if words is None:
-            words = " ".join(passage.path).lower().translate(_ALNUM).split()
+            words = " ".join(passage.path * HEADING_WEIGHT).lower().translate(_ALNUM).split()
             heads[passage.path] = words
         found = collections.Counter(words)
         found.update(low[passage.start : passage.end].split())
@@ -348,7 +378,7 @@ _large = functools.lru_cache(maxsize=16)(_analysis)
 def _scores(
     docs: Sequence[dict[str, int]], lengths: Sequence[int], query: Sequence[tuple[str, int]]
 ) -> list[float]:
-    """BM25 of each passage for `query`'s `(term, count)`, the Page's passages being the
+    """BM25 of each unit for `query`'s `(term, count)`, the units given being the
     collection: the search's IDF (never negative) and constants, query term frequency."""
     n = len(docs)
     if n == 0:
@@ -371,33 +401,48 @@ def _scores(
     return out
 
 
-def _intro(path: tuple[str, ...]) -> str:
+def _intro(unit: Unit, title: str) -> str:
+    path = short_path(unit.path, title)
     return f"§ {' › '.join(path)}\n" if path else ""
 
 
-def _cut_to(text: str, room: int, code: bool) -> str | None:
-    """The longest prefix of `text` ending at a line end (else a word end) whose cost with a
-    closing `…` (a closing fence for code) is at most `room` (`body_units`); None when under
-    `MIN_PASSAGE` characters."""
-    # A cut fence is closed by its own marker (`~~~`, four backticks...), or the rest of the
-    # answer would render as code.
-    opening = _FENCE.match(text) if code else None
-    tail = f"\n{opening.group(1)}" if opening else ("\n```" if code else " …")
-    limit = room - body_units(tail)
-    if limit < MIN_PASSAGE:
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]")
+"""A sentence's last character: a full stop, question or exclamation mark before white
+space, or a CJK one (one character class: linear on any text)."""
+
+
+def _longest(text: str, points: Sequence[int], units: int) -> int:
+    """The largest of the ascending `points` whose prefix of `text` costs at most `units`
+    (`body_units`), 0 when none: the cost grows with the prefix, so bisection."""
+    lo, hi = 0, len(points)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if body_units(text[: points[mid]]) <= units:
+            lo = mid + 1
+        else:
+            hi = mid
+    return points[lo - 1] if lo else 0
+
+
+def _cut(text: str, units: int, chars: int) -> str | None:
+    """The longest prefix of `text` (a unit) ending at a block boundary that costs at most
+    `units` (`body_units`) and has at most `chars` characters; else one ending at a sentence
+    end of its first block, if that is a paragraph; None when under `MIN_CUT` characters."""
+    # Cost is at least one unit a character: `limit` characters bound every prefix tried.
+    limit = min(units, chars)
+    best = _longest(text, [p for p in cut_points(text) if p <= limit], units)
+    if best >= MIN_CUT:
+        return text[:best]
+    found = blocks(text)
+    if not found or found[0].kind != "paragraph":
         return None
-    # Cost is at least one unit a character: the first `limit` characters bound the search.
-    piece = text[:limit]
-    while piece and body_units(piece) > limit:
-        piece = piece[: max(len(piece) - max((body_units(piece) - limit) // 3, 1), 0)]
-    cut = piece.rfind("\n")
-    if cut < MIN_PASSAGE and not code:
-        cut = piece.rfind(" ")
-        if cut < MIN_PASSAGE and not piece.isascii():
-            cut = len(piece)  # no space to cut at (CJK): any character boundary
-    if cut < MIN_PASSAGE:
-        return None
-    return piece[:cut].rstrip() + tail
+    ends = [
+        match.end()
+        for match in _SENTENCE_END.finditer(text, found[0].start, min(found[0].end, limit))
+        if match.end() >= MIN_CUT
+    ]
+    best = _longest(text, ends, units)
+    return text[:best] if best >= MIN_CUT else None
 
 
 @attrs.frozen
@@ -409,33 +454,40 @@ class Focused:
     units: int
 
 
-def _render(body: str, passages: Sequence[Passage], chosen: dict[int, str]) -> str:
+def _render(body: str, units: Sequence[Unit], chosen: dict[int, str], title: str) -> str:
+    """The chosen units' texts (`chosen`: unit index → its text, whole or cut) as the Page
+    reads: units next to each other joined by what lies between them in the Page (blank
+    lines, the next section's heading), any other introduced by its heading path and set
+    apart by the elision marker."""
     parts: list[str] = []
     previous = -1
     for index in sorted(chosen):
-        passage = passages[index]
-        whole = chosen.get(previous) == body[passages[previous].start : passages[previous].end]
-        if (
+        unit = units[index]
+        text = chosen[index]
+        joined = (
             previous >= 0
             and index == previous + 1
-            and passage.path == passages[previous].path
-            and whole  # after a passage cut short, the gap is marked
-        ):
-            parts.append(body[passages[previous].end : passage.start])
+            and chosen[previous] == body[units[previous].start : units[previous].end]
+        )
+        if joined:
+            parts.append(body[units[previous].end : unit.start])
         else:
-            if index > 0 or previous >= 0:
-                parts.append(_GAP if parts else f"{ELISION}\n\n")
-            parts.append(_intro(passage.path))
-        parts.append(chosen[index])
+            if parts:
+                parts.append(_GAP)
+            elif index > 0 or (body[: unit.start].strip() and not unit.first):
+                parts.append(f"{ELISION}\n\n")
+            parts.append(_intro(unit, title))
+        parts.append(text)
         previous = index
-    if previous >= 0 and previous < len(passages) - 1:
+    last = units[previous]
+    if chosen[previous] != body[last.start : last.end] or body[last.end :].strip():
         parts.append(_GAP.rstrip())
     return "".join(parts)
 
 
 def focus(body: str, query: Sequence[tuple[str, int]], room: int, cap: int) -> Focused:
     """`body` alone (as the only Page of an answer, no entry around it) within `room` cost
-    units and `cap` characters: whole when it fits, else its best passages for `query`
+    units and `cap` characters: whole when it fits, else its best units for `query`
     (`(term, count)` pairs, as `tokenize.parse_query` gives) in document order (`allot`)."""
     got = allot([Slot(body, 1.0, room, cap, 0, 0, True)], query, room, cap)[0]
     return got if got is not None else Focused("", True, 0)
@@ -459,6 +511,8 @@ class Slot:
     """Cost units of its entry without a body, when it is truncated (outline, `more`)."""
     whole: bool
     """`body` is the whole Page, so it may come whole."""
+    title: str = ""
+    """The Page's title, which its passages' heading paths leave out."""
 
 
 def priors(scores: Sequence[float]) -> list[float]:
@@ -469,8 +523,12 @@ def priors(scores: Sequence[float]) -> list[float]:
     the ratio beat 0.5, 1.5 and 3, and beat weights by position alone."""
     top = scores[0] if scores else 0.0
     return [
-        min(s / top, 1.0) if top > 0.0 and s > 0.0 else 1.0 / (i + 1) for i, s in enumerate(scores)
+        min(s / top, 1.0) ** PP if top > 0.0 and s > 0.0 else 1.0 / (i + 1)
+        for i, s in enumerate(scores)
     ]
+
+
+PP = 1.0
 
 
 def caps(count: int, room: int) -> list[int]:
@@ -481,9 +539,8 @@ def caps(count: int, room: int) -> list[int]:
 
 
 def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> list[list[float]]:
-    """BM25 of every passage of every Page for `query`, all the Pages' passages one
-    collection (IDF and mean length across them, so scores compare across Pages; scoring
-    each Page's passages alone did worse on SQuAD), split back by Page."""
+    """BM25 of every unit of every Page for `query`, all the Pages' units one collection
+    (IDF and mean length across them, so scores compare across Pages), split back by Page."""
     terms = [term for term, _count in query]
     docs = [d for a in analyses for d in _query_counts(a, terms)]
     lengths = [n for a in analyses for n in a[2]]
@@ -496,17 +553,70 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
     return out
 
 
+def has_sections(body: str) -> bool:
+    """Whether `body` has headings (a Page without them has no section to rank it by)."""
+    return any(section.level for section in sections(body))
+
+
+def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[float]:
+    """Each body's best unit score for `query`, all the bodies' units one collection (as
+    `allot` scores them): the section evidence of `evidence.rerank`."""
+    scores = _pooled([_analyzed(body) for body in bodies], query)
+    return [max(found, default=0.0) for found in scores]
+
+
 def body_units(text: str) -> int:
-    """What `text` adds to its entry as a JSON string value beyond an empty one: its cost
-    with each quote and backslash escaped once more (`passages.cost` counts a text as it
-    sits inside a JSON string; the entry's own encoding escapes it again)."""
-    extra = 2 * (text.count('"') + text.count("\\"))
-    if not text.isprintable():
-        extra += len(_CONTROL.findall(text))
-    return cost(text) + extra
+    """What `text` adds to its entry as a JSON string value beyond an empty one (`cost`)."""
+    return cost(text)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f]")
+class _Taking:
+    """`allot`'s running account: what each Page took, what is left."""
+
+    def __init__(self, slots: Sequence[Slot], room: int, chars: int) -> None:
+        self.slots = slots
+        self.left = room
+        self.chars_left = chars
+        self.whole: set[int] = set()
+        self.chosen: dict[int, dict[int, str]] = {}
+        self.used = [0] * len(slots)
+        self.used_chars = [0] * len(slots)
+
+    def take_whole(self, i: int) -> None:
+        slot = self.slots[i]
+        if i in self.whole or i in self.chosen or not slot.whole or len(slot.body) > slot.chars:
+            return
+        units = body_units(slot.body)
+        fits = (units <= slot.cap or units <= WHOLE_FLOOR) and units + slot.entry <= self.left
+        if fits and len(slot.body) <= self.chars_left:
+            self.whole.add(i)
+            self.left -= units + slot.entry
+            self.chars_left -= len(slot.body)
+
+    def take(self, i: int, j: int, unit: Unit) -> None:
+        slot = self.slots[i]
+        if i in self.whole:
+            return
+        entry = slot.cut_entry if i not in self.chosen else 0
+        intro = _intro(unit, slot.title)
+        extra = cost(intro) + cost(_GAP) + 2  # its separator (or the end marker), quoting
+        left_units = min(slot.cap - self.used[i], self.left - entry) - extra
+        left_chars = min(slot.chars - self.used_chars[i], self.chars_left)
+        left_chars -= len(intro) + 2 * len(_GAP)
+        text = slot.body[unit.start : unit.end]
+        if body_units(text) > left_units or len(text) > left_chars:
+            if min(left_units, left_chars) < MIN_CUT:
+                return
+            piece = _cut(text, left_units, left_chars)
+            if piece is None:
+                return
+            text = piece
+        units = body_units(text)
+        self.chosen.setdefault(i, {})[j] = text
+        self.used[i] += units + extra
+        self.used_chars[i] += len(text) + len(intro) + len(_GAP)
+        self.left -= units + extra + entry
+        self.chars_left -= len(text) + len(intro) + len(_GAP)
 
 
 def allot(
@@ -515,15 +625,16 @@ def allot(
     """What of each Page goes into the answer, within `room` cost units and `chars`
     characters in all (entries included, as `Slot` counts them): None for a Page left out.
 
-    Every passage of every Page is scored for `query` against the passages of all of them
-    (one collection: the scores compare across Pages), times its Page's `prior`; the best
-    are taken first while the answer and the Page's `cap` hold them. A Page that is whole
-    in `body` and fits its cap (or costs at most `WHOLE_FLOOR`) is one candidate, scored as
-    its best passage, and comes whole when its turn comes and it fits. A Page whose passages
-    match nothing offers them in document order, after every match. Deterministic; pure."""
+    Every unit of every Page is scored for `query` against the units of all of them (one
+    collection: the scores compare across Pages), times its Page's `prior`; the best are
+    taken first while the answer and the Page's `cap` hold them (see the module docstring).
+    A Page that is whole in `body` and fits its cap (or costs at most `WHOLE_FLOOR`) is one
+    candidate, scored as its best unit, and comes whole when its turn comes and it fits. A
+    Page whose units match nothing offers them in document order, after every match.
+    Deterministic; pure."""
     analyses = [_analyzed(slot.body) for slot in slots]
     scores = _pooled(analyses, query)
-    # (score, page, passage); passage -1 is the whole Page, tried before its passages.
+    # (score, page, unit); unit -1 is the whole Page, tried before its units.
     candidates: list[tuple[float, int, int]] = []
     for i, slot in enumerate(slots):
         page_scores = scores[i]
@@ -535,49 +646,20 @@ def allot(
         else:
             candidates.extend((0.0, i, j) for j in range(len(page_scores)))
     candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
-    left, chars_left = room, chars
-    whole: set[int] = set()
-    chosen: dict[int, dict[int, str]] = {}
-    used = [0] * len(slots)
-    used_chars = [0] * len(slots)
-    overhead = cost(_GAP) + 2  # a separator (or the final marker) and the path's quoting
+    taking = _Taking(slots, room, chars)
     for _score, i, j in candidates:
-        if left < MIN_PASSAGE:
+        if taking.left < MIN_CUT:
             break
-        slot = slots[i]
-        if i in whole:
-            continue
         if j < 0:
-            units = body_units(slot.body)
-            fits = (units <= slot.cap or units <= WHOLE_FLOOR) and units + slot.entry <= left
-            if fits and len(slot.body) <= chars_left:
-                whole.add(i)
-                left -= units + slot.entry
-                chars_left -= len(slot.body)
-            continue
-        passage = analyses[i][0][j]
-        entry = slot.cut_entry if i not in chosen else 0
-        intro = _intro(passage.path)
-        extra = cost(intro) + overhead
-        left_units = min(slot.cap - used[i], left - entry) - extra
-        left_chars = min(slot.chars - used_chars[i], chars_left) - len(intro) - 2 * len(_GAP)
-        if left_units < MIN_PASSAGE or left_chars < MIN_PASSAGE:
-            continue
-        text = slot.body[passage.start : passage.end]
-        units = body_units(text)
-        if units > left_units or len(text) > left_chars:
-            if passage.code and i in chosen:
-                continue  # never cut inside a fence when another passage can go instead
-            piece = _cut_to(text, min(left_units, left_chars), passage.code)
-            if piece is None:
-                continue
-            text, units = piece, body_units(piece)
-        chosen.setdefault(i, {})[j] = text
-        used[i] += units + extra
-        used_chars[i] += len(text) + len(intro) + len(_GAP)
-        left -= units + extra + entry
-        chars_left -= len(text) + len(intro) + len(_GAP)
-    rendered = {i: _render(slots[i].body, analyses[i][0], picked) for i, picked in chosen.items()}
+            taking.take_whole(i)
+        else:
+            taking.take(i, j, analyses[i][0][j])
+    chosen = taking.chosen
+    rendered = {
+        i: _render(slots[i].body, analyses[i][0], picked, slots[i].title)
+        for i, picked in chosen.items()
+    }
+    whole = taking.whole
 
     def over() -> bool:
         units = sum(slots[i].entry + body_units(slots[i].body) for i in whole)
@@ -590,13 +672,13 @@ def allot(
         )
 
     # The estimate above counts every separator at its largest: the answer always fits;
-    # should the whitespace between passages still overshoot, drop the lowest-scored ones.
+    # should the text between joined units still overshoot, drop the lowest-scored ones.
     while rendered and over():
         _s, i, j = min((scores[i][j] * slots[i].prior, -i, -j) for i in chosen for j in chosen[i])
         i, j = -i, -j
         del chosen[i][j]
         if chosen[i]:
-            rendered[i] = _render(slots[i].body, analyses[i][0], chosen[i])
+            rendered[i] = _render(slots[i].body, analyses[i][0], chosen[i], slots[i].title)
         else:
             del chosen[i], rendered[i]
     return [
@@ -609,6 +691,8 @@ def allot(
     ]
 
 
+SPREAD = 0.4
+"""A Page's next unit weighs this much less for each unit it took already (`allot`)."""
 WHOLE_FLOOR = 2_000
 """A Page body of at most this many cost units (about 500 tokens: a glossary, a short note)
 comes whole when its turn comes and the budget left holds it, whatever its cap: cut to a

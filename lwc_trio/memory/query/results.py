@@ -26,8 +26,10 @@ from lwc_trio.memory.query.passages import Slot, allot, cost, outline, priors
 from lwc_trio.memory.query.passages import caps as page_caps
 from lwc_trio.memory.query.search import Hit
 from lwc_trio.memory.storage.cache import RevisionCache
+from lwc_trio.memory.text.markdown import attribute_free, sections
 from lwc_trio.memory.text.tokenize import is_cjk
 from lwc_trio.protocol.jsonrpc import to_bytes
+from lwc_trio.protocol.units import text_cost
 
 __all__ = [
     "PAGES_TOTAL_CAP",
@@ -39,6 +41,7 @@ __all__ = [
     "WholeQuery",
     "fit_pages",
     "make_snippet",
+    "page_heads",
     "page_reference",
     "query_pattern",
     "read_from",
@@ -47,12 +50,12 @@ __all__ = [
 
 SNIPPET_MAX = 180
 """The longest snippet a result may carry (SPEC §2), a stored one included (`bounds.py`)."""
-SNIPPET_WINDOW = 120
+SNIPPET_WINDOW = 90
 """The snippets lwc makes: at most this many characters, about 60 before the match and 60
 after. Eight results' 180-character snippets were a quarter of a default answer's metadata
 (SQuAD, `scripts/bench answers`: 1,105 → 1,012 tokens of metadata at 120, the answers found in
 bodies or snippets 97.2 % → 97.0 %), and the Page bodies carry the matching passages."""
-SNIPPET_LEAD = 60
+SNIPPET_LEAD = 40
 """Characters of context kept before the match (as LWC), to the next word boundary."""
 PAGE_BODY_CAP = 15_000
 FOCUS_SCAN = 100_000
@@ -369,6 +372,18 @@ def _cached(
     return found
 
 
+def page_heads(
+    conn: sqlite3.Connection, slugs: Sequence[str], cache_key: Hashable | None = None
+) -> dict[str, tuple[str, str]]:
+    """Each of `slugs`' (title, body head): what ranking with section evidence reads. The rows
+    are kept like `read_hits`' (`ROWS`), which then reads none of them again."""
+    kept = None if cache_key is None else ROWS.get_or_build(cache_key, _Rows)
+    pages = _cached(
+        None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3]
+    )
+    return {slug: (row[0], row[3]) for slug, row in pages.items()}
+
+
 def read_hits(
     conn: sqlite3.Connection,
     scope: str,
@@ -472,18 +487,21 @@ def fit_pages(
     terms: Sequence[tuple[str, int]],
     room: int,
     scores: Sequence[float] = (),
+    credits: Sequence[int] = (),
 ) -> list[dict[str, Any]]:
     """`pages` in result order, as `_fit_pages` gives them; kept for the last `FITTED_MAX`
     inputs (an agent asks again; the Pages are frozen values of one store revision), handed
-    out as copies the caller may change."""
+    out as copies the caller may change. `credits`: the cost units each Page's result row
+    gives back when the Page comes (its snippet, which the caller then empties)."""
     scores = tuple(scores) or tuple(1.0 / (i + 1) for i in range(len(ordered)))
-    key = (tuple(ordered), tuple(terms), room, scores)
+    credits = tuple(credits) or (0,) * len(ordered)
+    key = (tuple(ordered), tuple(terms), room, scores, credits)
     with _FITTED_LOCK:
         fitted = _FITTED.get(key)
         if fitted is not None:
             _FITTED.move_to_end(key)
     if fitted is None:
-        fitted = tuple(_fit_pages(ordered, terms, room, scores))
+        fitted = tuple(_fit_pages(ordered, terms, room, scores, credits))
         size = sum(len(item["body"]) for item in fitted)
         with _FITTED_LOCK:
             global _fitted_size
@@ -501,7 +519,9 @@ FITTED_BUDGET = 4_000_000
 """Fitted answers kept: as many as the engine's answers (`engine.ANSWERS_MAX`), their bodies
 at most this many characters together (whole bodies are the Pages' own strings)."""
 _FITTED: collections.OrderedDict[
-    tuple[tuple[PageBody, ...], tuple[tuple[str, int], ...], int, tuple[float, ...]],
+    tuple[
+        tuple[PageBody, ...], tuple[tuple[str, int], ...], int, tuple[float, ...], tuple[int, ...]
+    ],
     tuple[dict[str, Any], ...],
 ] = collections.OrderedDict()
 _FITTED_LOCK = threading.Lock()
@@ -513,6 +533,7 @@ def _fit_pages(
     terms: Sequence[tuple[str, int]],
     room: int,
     scores: Sequence[float],
+    credits: Sequence[int],
 ) -> list[dict[str, Any]]:
     """`pages` in result order, within `room` cost units (`passages.cost`) and LWC's caps.
 
@@ -529,16 +550,19 @@ def _fit_pages(
     weights = priors(scores)
     slots: list[Slot] = []
     heads: list[list[str]] = []
-    for page, cap, prior in zip(ordered, caps, weights, strict=True):
-        outline_ = outline(page.head) if page.head else []
+    for page, cap, prior, credit in zip(ordered, caps, weights, credits, strict=True):
+        outline_ = outline(page.head, page.title) if page.head else []
         whole = page.offset < 0 and len(page.head) == page.length
-        # The entry without its body ("" costs 4 units), and the comma before the next.
+        # The entry without its body ("" costs 2 units), and the comma before the next,
+        # less what its result row gives back.
         bare = page.to_json("", False)
         bare["truncated"] = page.cut
-        entry = cost(dumps_compact(bare)) - 4 + 1
-        cut_entry = cost(dumps_compact(_cut_entry(page, "", outline_))) - 4 + 1
+        entry = text_cost(dumps_compact(bare)) - 2 + 1 - credit
+        cut_entry = text_cost(dumps_compact(_cut_entry(page, "", outline_))) - 2 + 1 - credit
         heads.append(outline_)
-        slots.append(Slot(page.head, prior, cap, PAGE_BODY_CAP, entry, cut_entry, whole))
+        slots.append(
+            Slot(page.head, prior, cap, PAGE_BODY_CAP, entry, cut_entry, whole, page.title)
+        )
     chosen = allot(slots, terms, room, PAGES_TOTAL_CAP)
     out: list[dict[str, Any]] = []
     for page, focused, outline_ in zip(ordered, chosen, heads, strict=True):
@@ -565,7 +589,7 @@ def _fit_continued(ordered: Sequence[PageBody], room: int) -> list[dict[str, Any
     left = room
     out: list[dict[str, Any]] = []
     for page in ordered:
-        base = cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
+        base = text_cost(dumps_compact(page.to_json("", False))) + len(page.slug) + 16
         share = left - base - len(',"more":""') - len(page.slug) - 16
         cap = min(PAGE_BODY_CAP, chars)
         if share < MIN_SHARE or cap <= 0:
@@ -574,21 +598,14 @@ def _fit_continued(ordered: Sequence[PageBody], room: int) -> list[dict[str, Any
         if entry is not None:
             out.append(entry)
             chars -= len(entry["body"])
-            left -= base + cost(dumps_compact(entry))
+            left -= base + text_cost(dumps_compact(entry))
     return out
 
 
 def json_units(text: str) -> int:
-    """`cost(dumps_compact(text))` of a string, counted: its quotes (two units each), and
-    each escape's backslash counted again (`passages.cost` counts `"`, `\\` and a control
-    character as their escapes)."""
-    extra = 2 * (text.count('"') + text.count("\\"))
-    if not text.isprintable():
-        extra += len(_CONTROL.findall(text))
-    return 4 + cost(text) + extra
-
-
-_CONTROL = re.compile(r"[\x00-\x1f]")
+    """`text_cost(dumps_compact(text))` of a string, counted: its escaped text (`cost`) and
+    its two quotes."""
+    return 2 + cost(text)
 
 
 def dumps_compact(obj: Any) -> str:
@@ -617,11 +634,15 @@ def read_from(
     for in the first `FOCUS_SCAN` characters; not found: from the start), up to
     `PAGE_BODY_CAP` characters, read in SQL (a Page of any length is in reach)."""
     if heading is not None:
-        offset = 0
-        for match in re.finditer(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", body.head, re.MULTILINE):
-            if match.group(1).strip().lower() == heading.strip().lower():
-                offset = match.start()
-                break
+        wanted = attribute_free(heading).strip().lower()
+        offset = next(
+            (
+                section.start
+                for section in sections(body.head)
+                if section.level and section.path[-1].lower() == wanted
+            ),
+            0,
+        )
     offset = min(offset, body.length)
     (text,) = conn.execute(
         "SELECT substr(body, ?, ?) FROM pages WHERE slug = ?",
