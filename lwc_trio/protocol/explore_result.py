@@ -7,9 +7,9 @@ The text block is the same object as compact JSON with `ensure_ascii=False`.
 
 **Budget** (`maxTokens`, SPEC §2): each plane sizes its own answer for the whole budget (they
 run concurrently and neither knows how the other will do); `fit_budget` fits them together
-here. In mode `all`, with both planes ready, the code text keeps at most half the budget
-and memory the rest (its last Pages are dropped until it fits); room memory leaves unused goes
-back to the code text. A plane that is not ready leaves all of it to the other.
+here. In mode `all`, with both planes ready, the code text is sure of half the budget when it
+needs it and memory gets the rest (its last Pages are dropped until it fits); room memory
+leaves unused goes back to the code text. A plane that is not ready leaves all of it to the other.
 """
 
 from __future__ import annotations
