@@ -43,6 +43,11 @@ NODE_BIN = os.environ.get("LWC_TEST_NODE_BIN", "")
 VENV_LWC = Path(sys.executable).parent / "lwc"
 FAKE_MODEL = Path(__file__).with_name("fake_model.py")
 WIKI = Path(__file__).with_name("wiki")
+DEV_SET = REPO.parent / "shared" / "data" / "docs" / "jest"
+"""The public documentation set's jest corpus (`../shared/data/docs/`, beside the checkout)."""
+DEV_QUESTIONS = ("jest-22", "jest-30")
+"""Two of its questions whose key sentence lies deep in a long Page (77,000 characters into
+`configuration`, 17,000 into `cli`)."""
 WORD = "quixotrelle"  # appears only in the test Wiki
 BODY_WORD = "capybara"  # in the Page body, so it must travel in the tool result
 
@@ -193,6 +198,12 @@ class Box:
         into this project's Wiki with the real `lwc page import`."""
         result = self.lwc("page", "import", str(WIKI))
         assert result["created"] == len(list(WIKI.glob("*.md"))), result
+
+    def add_dev_set(self) -> None:
+        """The jest documentation of the public set, one Page a file, put into this project's
+        Wiki with the real `lwc page import`."""
+        result = self.lwc("page", "import", str(DEV_SET / "pages.jsonl"))
+        assert result["created"] == 37, result
 
     def lwc_directly(self, calls: list[dict[str, Any]]) -> tuple[mcp.types.Tool, list[str]]:
         """What the same `lwc serve --mcp` the hosts start (the virtualenv's, in the project,
@@ -527,6 +538,19 @@ def _without_timings(answer: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in answer.items() if key != "timings"}
 
 
+def _first_difference(got: Any, want: Any, path: str = "$") -> str:
+    """Where two JSON values first differ, and how (for a failure message)."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        for key in dict.fromkeys([*got, *want]):
+            if got.get(key) != want.get(key):
+                return _first_difference(got.get(key), want.get(key), f"{path}.{key}")
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        for index, (a, b) in enumerate(zip(got, want, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{index}]")
+    return f"{path}: the host passed {str(got)[:160]!r}, lwc answers {str(want)[:160]!r}"
+
+
 def _problems(
     received: str, answered: str, passage: str | None, envelope: re.Pattern[str]
 ) -> list[str]:
@@ -545,19 +569,26 @@ def _problems(
         return [f"broken JSON: {error}"]
     problems = []
     if _without_timings(answer) != _without_timings(json.loads(answered)):
-        problems.append("not the answer lwc gives to the same call")
+        where = _first_difference(_without_timings(answer), _without_timings(json.loads(answered)))
+        problems.append(f"not the answer lwc gives to the same call (first difference: {where})")
     wanted = _squeeze(passage or "")
     if passage is not None and not any(wanted in _squeeze(text) for text in _strings(answer)):
         problems.append(f"the passage {passage[:40]!r}... is not in the answer")
     return problems
 
 
-def _long_session(box: Box, host: str, asks: list[tuple[dict[str, Any], str]]) -> None:
-    """Install lwc for `host` at user scope, clear its gate, run one headless session making
-    the calls of `asks` (arguments, passage), then check each result against lwc's own answer
-    to the same call."""
+def _long_session(
+    box: Box, host: str, asks: list[tuple[dict[str, Any], str]], *, dev_set: bool = False
+) -> None:
+    """Put the long Pages (or, `dev_set`, the jest documentation) into the Wiki, install lwc
+    for `host` at user scope, clear its gate, run one headless session making the calls of
+    `asks` (arguments, passage), then check each result against lwc's own answer to the same
+    call."""
     calls = [arguments for arguments, _ in asks]
-    box.add_long_pages()
+    if dev_set:
+        box.add_dev_set()
+    else:
+        box.add_long_pages()
     box.script(calls)
     if host == "claude":
         _install(box, "claude-code", "user")
@@ -634,6 +665,28 @@ def test_long_pages_reach_the_model_whole(box: Box, host: str) -> None:
         ({"query": CJK_QUESTION, "projectPath": project}, CJK_PASSAGE),
     ]
     _long_session(box, host, asks)
+
+
+@pytest.mark.skipif(
+    not (DEV_SET / "pages.jsonl").is_file(),
+    reason="the public documentation set (../shared/data/docs) is not beside this checkout",
+)
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini"])
+def test_a_real_documentation_tree_reaches_the_model_inline(box: Box, host: str) -> None:
+    """Issue 37 #6: the jest documentation imported with `lwc page import`; for two agent
+    questions (verbatim from the set) whose key sentence lies deep in a long Page, the default
+    answer reaches each host's model whole, with that sentence in it."""
+    questions = {
+        item["id"]: item
+        for line in (DEV_SET / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+        if (item := json.loads(line))
+    }
+    project = str(box.project)
+    asks = [
+        ({"query": questions[qid]["question"], "projectPath": project}, questions[qid]["spans"][0])
+        for qid in DEV_QUESTIONS
+    ]
+    _long_session(box, host, asks, dev_set=True)
 
 
 def test_claude_code_gets_a_large_answer_inline(box: Box) -> None:
