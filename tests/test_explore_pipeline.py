@@ -267,3 +267,50 @@ def test_memory_term_limit(query: str, refused: bool) -> None:
         assert err.value.code == "invalid_query"
     else:
         check_memory_arguments(args)
+
+
+async def test_a_call_on_a_small_store_answers_while_typo_calls_hold_every_thread(
+    config: ServerConfig,
+    autojump_clock: trio.testing.MockClock,
+    held_clock: HeldClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More typo calls on one store than the memory lane has threads, each stuck in its
+    corrections (a scripted hang standing for a large store's typo work): a call on another,
+    one-Page store still answers within the lane's grow delay, while they all still run
+    (issue 36 item 12: it waited 5.1 s for the memory threads)."""
+    from lwc_trio.actors.planes import MEMORY_GROW_AFTER, MEMORY_THREADS
+    from lwc_trio.memory.query import search
+
+    ws = config.workspace
+    put_pages(new_store(ws / "big"), [page("d", "Deployment", "rollout steps")])
+    put_pages(new_store(ws / "small"), [page("auth-flow", "Auth flow", "Login tokens.")])
+    release = Hang(held_clock)
+    real = search.near_words
+
+    def stuck(vocab: Any, word: str, edits: int) -> Any:
+        release.wait()  # fault injection: typo work that takes every thread for long
+        return real(vocab, word, edits)
+
+    monkeypatch.setattr(search, "near_words", stuck)
+    answers: dict[str, tuple[float, tuple[dict[str, Any], bool]]] = {}
+    async with explorer(config) as ex:
+
+        async def call(name: str, project: Path, query: str) -> None:
+            arguments = {"query": query, "projectPath": str(project), "mode": "memory"}
+            answer = await ex.run(arguments)
+            answers[name] = (trio.current_time(), answer)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for i in range(MEMORY_THREADS + 2):
+                    nursery.start_soon(call, f"typo{i}", ws / "big", "deploymnet")
+                await trio.sleep(1.0)
+                nursery.start_soon(call, "control", ws / "small", "login tokens")
+                await trio.sleep(1.0)
+                assert sorted(answers) == ["control"]  # the typo calls all still run
+                at, (structured, _) = answers["control"]
+                assert at <= 1.0 + MEMORY_GROW_AFTER + EPS
+                assert [r["identifier"] for r in structured["memory"]["results"]] == ["auth-flow"]
+        finally:
+            release.release()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import outcome
@@ -416,7 +417,7 @@ async def test_a_finished_job_frees_its_arguments_and_result_at_once(growing: bo
         refs.append(weakref.ref(answer))
         return answer
 
-    async with open_lane("t", 1, grow_after=0.01 if growing else None) as lane:
+    async with open_lane("t", 1, grow_after=0.01 if growing else 0) as lane:
         argument = _Payload()
         refs.append(weakref.ref(argument))
         gc.disable()
@@ -430,3 +431,59 @@ async def test_a_finished_job_frees_its_arguments_and_result_at_once(growing: bo
             assert [ref() for ref in refs] == [None, None]
         finally:
             gc.enable()
+
+
+async def test_a_free_thread_takes_the_job_of_a_key_served_longest_ago() -> None:
+    """One thread, one key's jobs queued before another key's: when the thread frees, the
+    other key's job goes next, not the rest of the first key's queue (round robin)."""
+    release = threading.Event()
+    order: list[str] = []
+
+    def job(name: str) -> None:
+        if name == "big1":
+            release.wait(10)
+        order.append(name)
+
+    async with open_lane("f", 1, grow_after=0.01) as lane, trio.open_nursery() as nursery:
+        for name, key in (("big1", "big"), ("big2", "big"), ("big3", "big"), ("small", "small")):
+            nursery.start_soon(partial(lane.run, job, name, key=key))
+            await trio.testing.wait_all_tasks_blocked()  # queued in this order
+        release.set()
+    assert order == ["big1", "small", "big2", "big3"]
+
+
+async def test_another_keys_job_starts_on_a_spare_thread_while_one_key_takes_them_all(
+    autojump_clock: trio.testing.MockClock, held_clock: HeldClock
+) -> None:
+    """Every thread busy with one key's hung jobs (more queued behind): a job of another key
+    starts on a spare thread once it has waited grow_after, and so does the next; the spare
+    thread never takes the busy key's jobs."""
+    release = Hang(held_clock)
+    started: list[str] = []
+    done: dict[str, float] = {}
+
+    def job(name: str) -> str:
+        started.append(name)
+        if name.startswith("big"):
+            release.wait()
+        return name
+
+    async def run(name: str, key: str) -> None:
+        assert await lane.run(job, name, key=key) == name
+        done[name] = trio.current_time()
+
+    async with open_lane("k", 2, grow_after=0.01, spare=1) as lane, trio.open_nursery() as n:
+        for i in range(5):
+            n.start_soon(run, f"big{i}", "big")
+            await trio.testing.wait_all_tasks_blocked()
+        await trio.sleep(1.0)
+        assert sorted(started) == ["big0", "big1"]  # the other three wait for these
+        n.start_soon(run, "small1", "small")
+        await trio.sleep(1.0)
+        n.start_soon(run, "small2", "small")
+        await trio.sleep(1.0)
+        assert done == {"small1": pytest.approx(1.01), "small2": pytest.approx(2.01)}
+        assert sorted(started) == ["big0", "big1", "small1", "small2"]
+        assert lane.threads == 3
+        release.release()
+    assert sorted(done) == ["big0", "big1", "big2", "big3", "big4", "small1", "small2"]

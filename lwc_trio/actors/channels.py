@@ -1,10 +1,9 @@
 """Waits that take a trip through trio's loop only when they must wait.
 
-`MemorySendChannel.send()` and `CapacityLimiter.acquire()` always yield to the scheduler,
-even when there is room, and on the one path each such yield is one more pass of the run
-loop (an `epoll_wait`) per call. These do the same without it when nothing has to wait; the
-bound and the backpressure are the channel's and the limiter's own. The caller's next real
-wait is its checkpoint.
+`MemorySendChannel.send()` always yields to the scheduler, even when there is room, and on
+the one path each such yield is one more pass of the run loop (an `epoll_wait`) per call.
+`send` does the same without it when nothing has to wait; the bound and the backpressure
+are the channel's own. The caller's next real wait is its checkpoint.
 """
 
 from __future__ import annotations
@@ -22,14 +21,6 @@ async def send(channel: trio.MemorySendChannel[T], item: T) -> None:
         channel.send_nowait(item)
     except trio.WouldBlock:
         await channel.send(item)  # full: wait for room
-
-
-async def acquire(limiter: trio.CapacityLimiter) -> None:
-    """`limiter.acquire()`, at once when a token is free."""
-    try:
-        limiter.acquire_nowait()
-    except trio.WouldBlock:
-        await limiter.acquire()
 
 
 def receive_ready(channel: trio.MemoryReceiveChannel[T]) -> T | None:

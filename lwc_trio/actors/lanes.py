@@ -18,6 +18,21 @@ Cancellation abandons, as `abandon_on_cancel=True` does: a job still queued is d
 running one finishes in its thread and its result is thrown away (callers that can stop
 early pass the thread a flag of their own).
 
+Who runs next is the lane's one policy, the same for `submit` and `run`:
+
+* **batching**: a job that arrives while a thread works waits for that thread, and brings
+  in another (up to `threads`) only once it has waited `grow_after` (0: at once). Short
+  jobs then run back to back on one thread instead of several threads taking turns at the
+  interpreter lock, and a slow job holds the next up by `grow_after` at most;
+* **fairness by key**: each job carries a key (the memory plane's: the store it reads). A
+  free thread takes the oldest job of the key with the fewest jobs running, and among
+  those of the key served longest ago (round robin), so jobs of one key cannot make
+  another key's wait behind all of them;
+* **spare threads**: a job whose key has no job running that has waited `grow_after` may
+  bring in one of `spare` threads beyond `threads`. A spare thread only ever takes such a
+  job: when every thread is busy with one key's slow jobs, another key's job still starts
+  within `grow_after` (SPEC §6: one slow query never holds up the next).
+
 A thread can also get stuck for good: a path check on a dead network mount, a SQLite open
 of a FIFO planted where a store's journal should be. A lane built with `replace_after`
 writes off a thread whose abandoned job is still running that long after it was abandoned,
@@ -36,12 +51,14 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import logging
+import math
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Final, Generic, TypeVar
+from typing import Final, TypeVar
 
 import attrs
 import outcome
@@ -49,7 +66,7 @@ import trio
 
 from lwc_trio.exceptions import LaneClosed
 
-__all__ = ["BUSY_OBSERVER", "MAX_STUCK", "BusyObserver", "LaneCall", "ThreadLane", "open_lane"]
+__all__ = ["BUSY_OBSERVER", "MAX_STUCK", "BusyObserver", "ThreadLane", "open_lane"]
 
 T = TypeVar("T")
 
@@ -83,9 +100,18 @@ class _Job:
     """Runs the job (in a lane thread); returns what hands its outcome to the caller."""
     fail: Callable[[BaseException], None]
     """Tells the caller the job will never run (trio thread)."""
+    key: Hashable
+    """Jobs of one key share the lane fairly with other keys' (see the module docstring)."""
+    due: float
+    """When, in trio time, the job has waited `grow_after` and may bring in a thread."""
+    seq: int
+    """Its place in arrival order."""
+    queued: bool = True
     abandoned: bool = False
     started: bool = False
     finished: bool = False
+    grew: bool = False
+    """It has brought in a thread (or found none to bring in) once."""
     counted: bool = True
     """Holds one unit of the lane's room until it is delivered or abandoned."""
     worker: _Worker | None = None
@@ -105,19 +131,14 @@ def _failed(_: BaseException) -> None:
 
 
 class ThreadLane:
-    """At most `threads` worker threads serving one queue; create and use it in a trio run.
+    """At most `threads` worker threads (plus `spare`) serving one queue; create and use it
+    in a trio run.
 
-    Threads start on demand and stay until `close()`. Without `grow_after`, a job goes to an
-    idle (or new) thread at once whenever one is free. With `grow_after` (seconds), a job
-    that arrives while a thread is working waits for that thread, and only a `run()` call
-    whose job has waited that long brings in another thread: short jobs then run one
-    after another on one thread, which on a busy server beats several threads contending
-    for the interpreter lock, while a slow job still cannot hold up the next one for longer
-    than `grow_after`.
-
-    With `replace_after` (seconds, 0 for at once), a thread still running a job that long
-    after the job was abandoned is written off and replaced (see the module docstring).
-    `queue` bounds the jobs waiting beyond the running ones.
+    Threads start on demand and stay until `close()`. Which waiting job runs next, and when
+    another thread is brought in, follow the module docstring's policy: `grow_after`
+    (seconds; 0 for at once) and `spare` set it. With `replace_after` (seconds, 0 for at
+    once), a thread still running a job that long after the job was abandoned is written
+    off and replaced. `queue` bounds the jobs waiting beyond the running ones.
     """
 
     def __init__(
@@ -125,7 +146,8 @@ class ThreadLane:
         name: str,
         threads: int,
         *,
-        grow_after: float | None = None,
+        grow_after: float = 0.0,
+        spare: int = 0,
         replace_after: float | None = None,
         queue: int = DEFAULT_QUEUE,
     ) -> None:
@@ -133,16 +155,23 @@ class ThreadLane:
             raise ValueError("a lane needs at least one thread")
         self.name = name
         self.max_threads = threads
-        self.grow_after = grow_after
+        self.spare = max(spare, 0)
+        self.grow_after = max(grow_after, 0.0)
         self.replace_after = replace_after
         self._token = trio.lowlevel.current_trio_token()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._queue: collections.deque[_Job] = collections.deque()
+        self._waiting: dict[Hashable, collections.deque[_Job]] = {}
+        """Queued jobs by key, each key's in arrival order (`_seq`)."""
+        self._running: dict[Hashable, int] = {}
+        """Jobs running (taken by a thread and not yet returned) by key."""
+        self._served: dict[Hashable, int] = {}
+        """Key -> when (in arrival numbers) a job of it last started, while it has jobs."""
+        self._seq = itertools.count()
         self._finished: list[tuple[_Job, Callable[[], None]]] = []
         self._delivery_posted = False
         self._workers: list[_Worker] = []
-        """Threads that count toward `max_threads` (written-off ones are not here)."""
+        """Threads that count toward the lane's capacity (written-off ones are not here)."""
         self._started = 0
         self._stuck = 0
         """Written-off threads whose job has not returned yet."""
@@ -152,10 +181,14 @@ class ThreadLane:
         """Threads running a job, or woken or started to take one."""
         self._closed = False
         self._observer = BUSY_OBSERVER.get()
-        # The room is touched only in the trio thread.
-        self._limit = threads + max(queue, 0)
+        # Touched only in the trio thread: the room, and the task that brings in threads
+        # for jobs that have waited `grow_after`.
+        self._limit = threads + self.spare + max(queue, 0)
         self._outstanding = 0
         self._room = trio.lowlevel.ParkingLot()
+        self._grower: trio.lowlevel.Task | None = None
+        self._grower_lot = trio.lowlevel.ParkingLot()
+        self._grower_due = math.inf
 
     @property
     def stuck(self) -> int:
@@ -181,28 +214,31 @@ class ThreadLane:
             await self._room.park()
 
     def submit(
-        self, fn: Callable[..., T], *args: object, done: Callable[[outcome.Outcome[T]], None]
+        self,
+        fn: Callable[..., T],
+        *args: object,
+        done: Callable[[outcome.Outcome[T]], None],
+        key: Hashable = None,
     ) -> Callable[[], None]:
-        """Queue `fn(*args)`; `done(outcome)` runs later in the trio thread.
+        """Queue `fn(*args)` under `key`; `done(outcome)` runs later in the trio thread.
 
         Callers that respect the bound `await wait_room()` first. Returns a function that
         abandons the job: if it has not started it never runs, and either way `done` is
         not called. Raises `LaneClosed` after `close()`.
         """
-        job = self._submit(fn, args, done)
+        job = self._submit(fn, args, done, key)
         return lambda: self._abandon(job)
 
-    async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """`fn(*args)` in a lane thread; its result or exception comes back here.
+    async def run(self, fn: Callable[..., T], *args: object, key: Hashable = None) -> T:
+        """`fn(*args)` in a lane thread (`submit`, waited for); its result or exception
+        comes back here.
 
         Waits for room first. On cancellation the job is abandoned (see the module
         docstring).
         """
         await self.wait_room()
-        if self.grow_after is not None:
-            return await self._run_growing(fn, args, self.grow_after)
         task = trio.lowlevel.current_task()
-        job = self._submit(fn, args, partial(trio.lowlevel.reschedule, task))
+        job = self._submit(fn, args, partial(trio.lowlevel.reschedule, task), key)
 
         def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
             self._abandon(job)
@@ -210,14 +246,6 @@ class ThreadLane:
 
         result: T = await trio.lowlevel.wait_task_rescheduled(abort)
         return result
-
-    async def _run_growing(self, fn: Callable[..., T], args: tuple[object, ...], after: float) -> T:
-        call: LaneCall[T] = LaneCall(self, fn, args, trio.current_time() + after)
-        try:
-            return await call.wait()
-        except BaseException:
-            call.abandon()
-            raise
 
     def close(self) -> None:
         """Stop the threads once their current job ends; queued jobs fail with `LaneClosed`.
@@ -227,8 +255,10 @@ class ThreadLane:
         """
         with self._lock:
             self._closed = True
-            dropped = list(self._queue)
-            self._queue.clear()
+            dropped = [job for jobs in self._waiting.values() for job in jobs]
+            for job in dropped:
+                job.queued = False
+            self._waiting.clear()
             self._wake.notify_all()
             if self._observer is not None:
                 # Threads no longer report once closed: account for the busy ones here.
@@ -238,12 +268,14 @@ class ThreadLane:
             self._release(job)
             job.fail(LaneClosed(f"{self.name} lane closed"))
         self._room.unpark_all()
+        self._grower_lot.unpark_all()
 
     def _submit(
         self,
         fn: Callable[..., T],
         args: tuple[object, ...],
         done: Callable[[outcome.Outcome[T]], None],
+        key: Hashable,
     ) -> _Job:
         def work() -> Callable[[], None]:
             return partial(done, outcome.capture(fn, *args))
@@ -251,14 +283,18 @@ class ThreadLane:
         def fail(exc: BaseException) -> None:
             done(outcome.Error(exc))
 
-        job = _Job(work, fail)
+        job = _Job(work, fail, key, trio.current_time() + self.grow_after, next(self._seq))
         with self._lock:
             if self._closed:
                 raise LaneClosed(f"{self.name} lane is closed")
-            self._queue.append(job)
-            if self.grow_after is None or self._working == 0:
-                self._add_worker()
+            self._waiting.setdefault(key, collections.deque()).append(job)
+            if self.grow_after == 0 or self._working == 0:
+                job.grew = True
+                self._add_worker(key)
+            waits = not job.grew
         self._outstanding += 1
+        if waits and job.due < self._grower_due:
+            self._wake_grower()
         return job
 
     def _release(self, job: _Job) -> None:
@@ -268,29 +304,65 @@ class ThreadLane:
             self._outstanding -= 1
             self._room.unpark()
 
-    def _grow(self, job: _Job) -> None:
-        """`job` has waited `grow_after`: bring in another thread if it is still queued."""
-        with self._lock:
-            if not job.started and not job.abandoned and not self._closed:
-                # The thread brought in takes this job, not the queue's head: jobs due at
-                # the same time wake in no fixed order, and the head's own grow (now, or
-                # already done) brings in its own thread. Taken from the head, the thread
-                # left this job queued behind the head (a hang, say) and the head's grow
-                # found its job started and added nothing.
-                self._queue.remove(job)
-                self._queue.appendleft(job)
-                self._add_worker()
+    # -- bringing in threads for jobs that waited `grow_after` (trio thread) --------------
 
-    def _add_worker(self) -> None:
-        # Under the lock. Counted as working from here, not from when the thread wakes: a
-        # second job submitted before then must not count on the same thread.
+    def _wake_grower(self) -> None:
+        if self._grower is None:
+            # RuntimeError: the run is ending; nothing is left to grow for.
+            with contextlib.suppress(RuntimeError):
+                self._grower = trio.lowlevel.spawn_system_task(
+                    self._grow_loop, name=f"{self.name} lane grower"
+                )
+        else:
+            self._grower_lot.unpark_all()
+
+    async def _grow_loop(self) -> None:
+        """Bring in a thread for each job that has waited `grow_after`, when it has."""
+        while not self._closed:
+            with self._lock:
+                due = min(
+                    (job.due for jobs in self._waiting.values() for job in jobs if not job.grew),
+                    default=math.inf,
+                )
+            self._grower_due = due
+            with trio.move_on_at(due):
+                await self._grower_lot.park()
+            self._grower_due = math.inf
+            if trio.current_time() >= due:
+                self._grow(trio.current_time())
+
+    def _grow(self, now: float) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            due = [job for jobs in self._waiting.values() for job in jobs if not job.grew]
+            due.sort(key=lambda job: job.seq)
+            for job in due:
+                if job.due <= now:
+                    job.grew = True
+                    self._add_worker(job.key)
+
+    # -- threads (under the lock) -------------------------------------------------------
+
+    def _may_start(self, key: Hashable, working: int) -> bool:
+        """Whether a job of `key` may start with `working` threads working (itself
+        included): within `threads`, or on a spare thread when its key has none running."""
+        if working <= self.max_threads:
+            return True
+        return working <= self.max_threads + self.spare and not self._running.get(key)
+
+    def _add_worker(self, key: Hashable) -> None:
+        # Counted as working from here, not from when the thread wakes: a second job
+        # submitted before then must not count on the same thread.
+        if not self._may_start(key, self._working + 1):
+            return
         if self._idle:
             self._idle -= 1
             self._working += 1
             self._wake.notify()
             if self._observer is not None:
                 self._observer(1)
-        elif len(self._workers) < self.max_threads:
+        elif len(self._workers) < self.max_threads + self.spare:
             self._working += 1
             if self._observer is not None:
                 self._observer(1)
@@ -302,13 +374,55 @@ class ThreadLane:
             self._workers.append(worker)
             worker.thread.start()
 
+    def _take(self) -> _Job | None:
+        """The next job for a working thread, among those it may start (`_may_start`): the
+        oldest of the key with the fewest jobs running, then served longest ago."""
+        best: collections.deque[_Job] | None = None
+        best_rank = (0, 0, 0)
+        for key, jobs in self._waiting.items():
+            if not self._may_start(key, self._working):
+                continue
+            rank = (self._running.get(key, 0), self._served.get(key, -1), jobs[0].seq)
+            if best is None or rank < best_rank:
+                best, best_rank = jobs, rank
+        if best is None:
+            return None
+        job = best.popleft()
+        if not best:
+            del self._waiting[job.key]
+        job.queued = False
+        self._running[job.key] = self._running.get(job.key, 0) + 1
+        self._served[job.key] = next(self._seq)
+        return job
+
+    def _done(self, key: Hashable) -> None:
+        """A job of `key` returned: one fewer running; an idle key is forgotten."""
+        left = self._running[key] - 1
+        if left:
+            self._running[key] = left
+            return
+        del self._running[key]
+        if key not in self._waiting:
+            self._served.pop(key, None)
+
+    def _unqueue(self, job: _Job) -> bool:
+        """Take `job` out of the queue; False when it is not there."""
+        if not job.queued:
+            return False
+        jobs = self._waiting[job.key]
+        jobs.remove(job)
+        if not jobs:
+            del self._waiting[job.key]
+            if job.key not in self._running:
+                self._served.pop(job.key, None)
+        job.queued = False
+        return True
+
     def _abandon(self, job: _Job) -> None:
         running = False
         with self._lock:
             job.abandoned = True
-            try:
-                self._queue.remove(job)
-            except ValueError:
+            if not self._unqueue(job):
                 # Not queued: running (its result is dropped on delivery) or finished.
                 running = job.started and not job.finished
         self._release(job)
@@ -339,8 +453,8 @@ class ThreadLane:
             self._working -= 1
             self._stuck += 1
             log.warning("%s lane: a thread is stuck in an abandoned job; replaced", self.name)
-            if self._queue:
-                self._add_worker()
+            if self._waiting:
+                self._add_worker(next(iter(self._waiting)))
 
     def _deliver(self) -> None:
         with self._lock:
@@ -348,9 +462,9 @@ class ThreadLane:
             self._delivery_posted = False
         for job, deliver in finished:
             self._release(job)
-            # The callback usually refers back to whatever holds the job (a `LaneCall`):
-            # dropping it, and the arguments, leaves no cycle to keep the job's arguments
-            # and result (a whole search answer) alive until the cyclic collector runs.
+            # The callback refers back to its caller (a task, an actor's job): dropping
+            # it, and the arguments, leaves no cycle to keep the job's arguments and result
+            # (a whole search answer) alive until the cyclic collector runs.
             job.work, job.fail = _spent, _failed
             if not job.abandoned:
                 try:
@@ -364,16 +478,17 @@ class ThreadLane:
     def _work(self, worker: _Worker) -> None:
         while True:
             with self._lock:
-                while not self._queue and not self._closed:
+                job = None if self._closed else self._take()
+                while job is None and not self._closed:
                     # Idle until _add_worker() wakes this thread (and counts it working).
                     self._working -= 1
                     self._idle += 1
                     if self._observer is not None:
                         self._observer(-1)
                     self._wake.wait()
-                if self._closed:
+                    job = None if self._closed else self._take()
+                if job is None:
                     return
-                job = self._queue.popleft()
                 job.started = True
                 job.worker = worker
                 worker.job = job
@@ -381,6 +496,7 @@ class ThreadLane:
             with self._lock:
                 job.finished = True
                 worker.job = None
+                self._done(job.key)
                 self._finished.append((job, deliver))
                 post = not self._delivery_posted
                 self._delivery_posted = True
@@ -402,57 +518,19 @@ class ThreadLane:
                 return
 
 
-class LaneCall(Generic[T]):
-    """One job on a growing lane (`ThreadLane.run()`): wait for it, or abandon it."""
-
-    def __init__(
-        self,
-        lane: ThreadLane,
-        fn: Callable[..., T],
-        args: tuple[object, ...],
-        grow_at: float | None,
-    ) -> None:
-        self._lane = lane
-        self._finished = trio.Event()
-        self._result: outcome.Outcome[T] | None = None
-        self._grow_at = grow_at
-        self._job = lane._submit(fn, args, self._done)
-
-    def _done(self, result: outcome.Outcome[T]) -> None:
-        self._result = result
-        self._finished.set()
-
-    async def wait(self) -> T:
-        """The job's result (or its exception), once it has run."""
-        if self._grow_at is not None and not self._finished.is_set():
-            with trio.move_on_at(self._grow_at):
-                await self._finished.wait()
-            if not self._finished.is_set() and trio.current_time() >= self._grow_at:
-                self._grow_at = None
-                self._lane._grow(self._job)
-        if not self._finished.is_set():  # a set Event's wait() would still yield once
-            await self._finished.wait()
-        assert self._result is not None
-        return self._result.unwrap()
-
-    def abandon(self) -> None:
-        """Give the job up (see the module docstring)."""
-        if not self._finished.is_set():
-            self._lane._abandon(self._job)
-
-
 @asynccontextmanager
 async def open_lane(
     name: str,
     threads: int,
     *,
-    grow_after: float | None = None,
+    grow_after: float = 0.0,
+    spare: int = 0,
     replace_after: float | None = None,
     queue: int = DEFAULT_QUEUE,
 ) -> AsyncIterator[ThreadLane]:
     """A lane for the duration of the block; closed on the way out."""
     lane = ThreadLane(
-        name, threads, grow_after=grow_after, replace_after=replace_after, queue=queue
+        name, threads, grow_after=grow_after, spare=spare, replace_after=replace_after, queue=queue
     )
     try:
         yield lane

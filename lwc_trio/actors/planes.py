@@ -20,7 +20,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -55,11 +55,22 @@ EngineFactory: TypeAlias = Callable[[], AbstractAsyncContextManager[Engine[Q]]]
 """() -> an async context manager yielding the plane's engine (a test may inject a fake)."""
 
 MAILBOX_SIZE: Final = 64
-"""Jobs waiting for a worker; senders block beyond this."""
+"""Jobs waiting for a worker; senders block beyond this. A worker takes every job at once
+(each in its own task), so a job waits here only while its worker restarts; the memory
+plane's jobs then wait on its lane (`memory_engine`)."""
 MEMORY_THREADS: Final = 4
-"""The memory lane's SQLite reader threads at most (each keeps its own pooled connections).
-More threads than cores only add GIL contention and page caches: the soak showed RSS and
-throughput both worse with 8 on a 2-core machine."""
+"""The memory lane's SQLite reader threads for any store (each keeps its own pooled
+connections). More threads than cores only add GIL contention and page caches: the soak
+showed RSS and throughput both worse with 8 on a 2-core machine."""
+MEMORY_SPARE: Final = 2
+"""Threads beyond `MEMORY_THREADS`, each only for a search of a store none of whose
+searches is running (`lanes`: spare threads): when slow searches of one large store take
+every thread, a search of another store still starts within `MEMORY_GROW_AFTER` instead of
+waiting for one of them (issue 36: a one-Page store's call waited 5.1 s behind 32 typo
+calls on a large one)."""
+MEMORY_QUEUE: Final = MAILBOX_SIZE
+"""Memory searches waiting for a lane thread beyond the running ones: the one bound on the
+memory plane's work (more than every in-flight call of a transport: `config.max_in_flight`)."""
 MEMORY_GROW_AFTER: Final = 0.01
 """A search waits this long behind a busy reader thread before another thread takes it.
 Short searches then run back to back on one thread (a 200-call burst took about a third
@@ -191,22 +202,31 @@ async def ask(
     return dict(answer)
 
 
+def store_key(query: MemoryQuery) -> Hashable:
+    """The store a memory query reads, as far as it is known before a thread looks (the
+    memory lane's fairness key): the global store, or the project store above its path
+    (two paths into one project are two keys: a finer split, never a coarser one)."""
+    return ("global",) if query.scope == "global" else ("project", query.project_path)
+
+
 @asynccontextmanager
 async def memory_engine(config: ServerConfig) -> AsyncIterator[Engine[MemoryQuery]]:
     """The memory plane: SQLite searches on the plane's own thread lane.
 
-    The capacity limiter is the bound SPEC §6 names: searches beyond it wait here, in trio,
-    where the job's deadline drops them at no cost. A search running in a thread stops
+    The lane is the one bound SPEC §6 names (`MEMORY_THREADS` threads for any store,
+    `MEMORY_SPARE` for stores with no search running, `MEMORY_QUEUE` waiting): a search
+    waits in its queue, where the job's deadline drops it at no cost, and the lane picks
+    the next one fairly across stores (`store_key`). A search running in a thread stops
     through SQLite's progress handler once its `cancelled` flag is set.
     """
     del config  # every setting a search needs travels in its query
-    limiter = trio.CapacityLimiter(MEMORY_THREADS)
     async with open_lane(
         "lwc-memory",
         MEMORY_THREADS,
         grow_after=MEMORY_GROW_AFTER,
+        spare=MEMORY_SPARE,
         replace_after=MEMORY_REPLACE_AFTER,
-        queue=MAILBOX_SIZE,
+        queue=MEMORY_QUEUE,
     ) as lane:
 
         async def run(query: MemoryQuery) -> PlaneObject:
@@ -215,11 +235,9 @@ async def memory_engine(config: ServerConfig) -> AsyncIterator[Engine[MemoryQuer
 
             cancelled = threading.Event()
             try:
-                await channels.acquire(limiter)
-                try:
-                    return await lane.run(partial(explore_memory, query, cancelled=cancelled))
-                finally:
-                    limiter.release()
+                return await lane.run(
+                    partial(explore_memory, query, cancelled=cancelled), key=store_key(query)
+                )
             except trio.Cancelled:
                 cancelled.set()  # the thread's SQLite progress handler sees this and stops
                 raise
