@@ -280,13 +280,13 @@ async def test_a_call_on_a_small_store_answers_while_typo_calls_hold_every_threa
     one-Page store still answers within the lane's grow delay, while they all still run
     (issue 36 item 12: it waited 5.1 s for the memory threads)."""
     from lwc_trio.actors.planes import MEMORY_GROW_AFTER, MEMORY_THREADS
-    from lwc_trio.memory.query import search
+    from lwc_trio.memory.query import fuzzy, search
 
     ws = config.workspace
     put_pages(new_store(ws / "big"), [page("d", "Deployment", "rollout steps")])
     put_pages(new_store(ws / "small"), [page("auth-flow", "Auth flow", "Login tokens.")])
     release = Hang(held_clock)
-    real = search.near_words
+    real = fuzzy.near_words
 
     def stuck(vocab: Any, word: str, edits: int) -> Any:
         release.wait()  # fault injection: typo work that takes every thread for long

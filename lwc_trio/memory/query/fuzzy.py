@@ -18,14 +18,14 @@ the quality benchmark and the tests that compare both.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Container, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from lwc_trio.memory.format.typo_index import BoundIndex
+from lwc_trio.memory.format.typo_index import BoundIndex, TypoBudget
 
 __all__ = [
     "MAX_CORRECTIONS",
@@ -45,6 +45,11 @@ TITLE_CUTOFF = 80.0
 """fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80."""
 MAX_CORRECTIONS = 3
 """At most this many vocabulary terms stand in for one unknown query word."""
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+Memo = dict[tuple[str, str, int], tuple[int, list[Any]]]
+"""("near" | "similar", word, edits) -> (what finding it cost, `TypoBudget` words; found)."""
+
 ONE_EDIT_MAX = 7
 """The longest word corrected with one edit (`max_edits`)."""
 MEMO_SIZE = 4096
@@ -52,6 +57,10 @@ MEMO_SIZE = 4096
 FILTER_MIN = 4096
 """Buckets of at least this many words are first narrowed by character-set signatures
 (`signature`, one numpy pass): every word that could be within the cutoff survives."""
+WORD_COST = 65_536
+"""What correcting or comparing one query word costs the request's `TypoBudget` besides the
+words of its groups: its lookups and calls (~0.5 ms, as much as ~65,000 words of a group's
+numpy and rapidfuzz passes on the benchmark machine)."""
 SCAN_CHUNK = 8192
 """Words one rapidfuzz call compares at most: a call holds the GIL throughout, and a length
 bucket of a million-Page store holds ~500,000 words (~0.7 s in one call); a slice of this
@@ -108,14 +117,11 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path (the title
     fill-up looks only there: other words could not fill anything)."""
-    signatures: dict[int, Any] = attrs.field(factory=dict)
-    """length -> `signature` of each word of `by_length[length]`, in its order (a numpy
-    array, computed by the first scan of a large bucket: `_narrowed`)."""
-    titled_signatures: dict[int, Any] = attrs.field(factory=dict)
-    """The same for `titled`."""
-    shard_signatures: dict[Any, Any] = attrs.field(factory=dict)
-    """(length, first character) -> the same for that shard of `stems`."""
-    memo: dict[tuple[str, str, int], list[Any]] = attrs.field(factory=dict)
+    signatures: dict[Hashable, Any] = attrs.field(factory=dict)
+    """A group's key -> `signature` of each of its words, in its order (a numpy array,
+    computed by the first scan of a large group: `_narrowed`). Keys: a length (its bucket),
+    (length, first character) (that shard of `stems`), ("titled", length)."""
+    memo: Memo = attrs.field(factory=dict)
     """`near_words` and `similar_words` answers for this revision's vocabulary, up to
     `MEMO_SIZE` words (agents repeat their words; rapidfuzz over the buckets costs ~0.1 ms)."""
 
@@ -180,23 +186,26 @@ def _frozen(buckets: dict[int, list[str]]) -> dict[int, tuple[str, ...]]:
     return {n: tuple(words) for n, words in buckets.items()}
 
 
-def _remember(
-    memo: dict[tuple[str, str, int], list[Any]], key: tuple[str, str, int], found: list[Any]
-) -> None:
-    if len(memo) >= MEMO_SIZE:
-        memo.clear()
-    memo[key] = found
-
-
 class _InMemory:
-    """A whole `Vocabulary` seen as `typo_index.BoundIndex` is: the groups `near_words` reads."""
+    """A whole `Vocabulary` seen as `typo_index.BoundIndex` is: the groups `near_words` reads,
+    with no budget (the quality benchmark and the tests that compare both ways)."""
+
+    budget: TypoBudget | None = None
 
     def __init__(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
         self.memo = vocab.memo
         self.buckets = vocab.by_length
         self.signatures = vocab.signatures
-        self.shard_signatures = vocab.shard_signatures
+
+    def once(self, table: dict[K, V], key: K, make: Callable[[], V], limit: int | None = None) -> V:
+        found = table.get(key)
+        if found is None:
+            found = make()
+            if limit is not None and len(table) >= limit:
+                table.clear()
+            table[key] = found
+        return found
 
     def shard(self, length: int, initial: str) -> Sequence[str]:
         return tuple(self.vocab.stems.shards.get((length, initial), ()))
@@ -211,49 +220,75 @@ class _InMemory:
         stems = self.vocab.stems
         return {w: stem for w in words if (stem := stems.get(w)) is not None}
 
+    def weight(self, key: Hashable, group: Sequence[str]) -> int:
+        return len(group)
+
 
 class _Source(Protocol):
-    memo: dict[tuple[str, str, int], list[Any]]
-    shard_signatures: dict[Any, Any]
+    memo: Memo
+    signatures: dict[Hashable, Any]
+    budget: TypoBudget | None
 
+    def once(
+        self, table: dict[K, V], key: K, make: Callable[[], V], limit: int | None = None
+    ) -> V: ...
     def shard(self, length: int, initial: str) -> Sequence[str]: ...
     def bucket(self, length: int) -> Sequence[str]: ...
     def initials_at(self, length: int) -> Sequence[str] | None: ...
     def stems_of(self, words: Iterable[str]) -> dict[str, str]: ...
+    def weight(self, key: Hashable, group: Sequence[str]) -> int: ...
 
 
-def _source(vocab: Vocabulary | BoundIndex) -> tuple[_Source, dict[int, Any]]:
-    if isinstance(vocab, BoundIndex):
-        return vocab, vocab.index.signatures
-    source = _InMemory(vocab)
-    return source, source.signatures
+def _source(vocab: Vocabulary | BoundIndex) -> _Source:
+    return vocab if isinstance(vocab, BoundIndex) else _InMemory(vocab)
+
+
+def _charged(
+    source: _Source, key: tuple[str, str, int], find: Callable[[], tuple[int, list[Any]]]
+) -> list[Any] | None:
+    """What `find()` finds (once per revision: `Memo`), its cost charged to the request's
+    budget; None when the budget was spent before (the word is left as it is)."""
+    budget = source.budget
+    if budget is not None and budget.spent:
+        return None
+    cost, found = source.once(source.memo, key, find, MEMO_SIZE)
+    if budget is not None:
+        budget.charge(WORD_COST + cost)
+    return found
 
 
 def near_words(vocab: Vocabulary | BoundIndex, word: str, edits: int) -> list[tuple[int, str, str]]:
     """`(distance, word, stem)` of vocabulary words within `edits` of `word`, nearest first
     (the list is shared: callers must not change it). `vocab` is a whole vocabulary, or the
-    store's typo index (`typo_index`), which reads only the groups of words compared."""
-    source, signatures = _source(vocab)
-    key = ("near", word, edits)
-    remembered = source.memo.get(key)
-    if remembered is not None:
-        return remembered
+    store's typo index (`typo_index`), which reads only the groups of words compared and
+    charges them to the request's `TypoBudget`: once it is spent, nothing (the word is
+    searched as it is)."""
+    source = _source(vocab)
+    found = _charged(source, ("near", word, edits), lambda: _near(source, word, edits))
+    return [] if found is None else found
+
+
+def _near(source: _Source, word: str, edits: int) -> tuple[int, list[Any]]:
+    """What `near_words` finds and its cost: the words of every group compared, and the
+    candidates looked up."""
     hits: dict[str, int] = {}
     if edits == 1 and len(word) <= ONE_EDIT_MAX:
-        hits = _one_edit(source, word)
+        cost, hits = _one_edit(source, word)
     else:
+        cost = 0
         for n in range(len(word) - edits, len(word) + edits + 1):
-            words = _narrowed(source.bucket(n), signatures, n, n, word, 2 * edits)
+            bucket = source.bucket(n)
+            cost += source.weight(n, bucket)
+            words = _narrowed(source, bucket, n, n, word, 2 * edits)
             for candidate, distance in _scan(word, words, OSA.distance, edits):
                 hits[candidate] = int(distance)
     stems = source.stems_of(hits)
-    found = sorted((d, w, stems[w]) for w, d in hits.items() if w in stems)
-    _remember(source.memo, key, found)
-    return found
+    return cost + len(hits), sorted((d, w, stems[w]) for w, d in hits.items() if w in stems)
 
 
-def _one_edit(source: _Source, word: str) -> dict[str, int]:
-    """The words within one edit of `word` (candidates: the caller keeps the vocabulary's).
+def _one_edit(source: _Source, word: str) -> tuple[int, dict[str, int]]:
+    """The words within one edit of `word` (candidates: the caller keeps the vocabulary's),
+    and the words compared to find them.
 
     A word within one edit (substitution, insertion, deletion or adjacent swap) of `word`
     either starts with the same character, and is in the group of that initial, or the
@@ -264,48 +299,51 @@ def _one_edit(source: _Source, word: str) -> dict[str, int]:
     enumerate (`typo_index.MAX_INITIALS`) is scanned whole instead."""
     initial, n = word[0], len(word)
     hits: dict[str, int] = {}
+    cost = 0
     for length in range(n - 1, n + 2):
         shard = source.shard(length, initial)
-        shard = _narrowed(shard, source.shard_signatures, (length, initial), length, word, 2)
+        cost += source.weight((length, initial), shard)
+        shard = _narrowed(source, shard, (length, initial), length, word, 2)
         for candidate, distance in _scan(word, shard, OSA.distance, 1):
             hits[candidate] = int(distance)
     others = {word[1:], word[1::-1] + word[2:]}
     for length, rest in ((n, word[1:]), (n + 1, word)):
         firsts = source.initials_at(length)
         if firsts is None:
-            words = [w for w in source.bucket(length) if w[:1] != initial]
+            bucket = source.bucket(length)
+            cost += source.weight(length, bucket)
+            words = [w for w in bucket if w[:1] != initial]
             for candidate, distance in _scan(word, words, OSA.distance, 1):
                 hits[candidate] = int(distance)
         else:
             others.update(first + rest for first in firsts)
+    cost += len(others)
     for candidate in others:
         if candidate[:1] != initial and candidate not in hits:  # the others were found above
             distance = OSA.distance(word, candidate, score_cutoff=1)
             if distance <= 1:
                 hits[candidate] = distance
-    return hits
+    return cost, hits
 
 
 def _narrowed(
-    words: Sequence[str],
-    signatures: dict[Any, Any],
-    key: Any,
-    n: int,
-    word: str,
-    most: int,
+    source: _Source, words: Sequence[str], key: Hashable, n: int, word: str, most: int
 ) -> Sequence[str]:
-    """The `words` (all `n` long) whose signature is within `most` bits of `word`'s (the
-    whole group when it is small, or `most` cannot narrow it). The group's signatures are
-    computed on first need, by numpy in slices, and kept as `signatures[key]` (threads may
-    compute them twice: the same value)."""
+    """The `words` (all `n` long: the group `key`) whose signature is within `most` bits of
+    `word`'s (the whole group when it is small, or `most` cannot narrow it). The group's
+    signatures are computed on first need, by numpy in slices, once per revision
+    (`source.once`), and kept as `source.signatures[key]`."""
     if len(words) < FILTER_MIN or most >= 32:
         return words
     from lwc_trio.memory.query import vector  # numpy: imported by large stores only
 
-    sigs = signatures.get(key)
-    if sigs is None or len(sigs) != len(words):  # a group read again: computed again
-        sigs = signatures[key] = vector.signatures(words, n, SCAN_CHUNK * 8)
-    return [words[i] for i in vector.near_signatures(sigs, signature(word), most)]
+    def compute() -> Any:
+        return vector.signatures(words, n, SCAN_CHUNK * 8)
+
+    sigs = source.once(source.signatures, key, compute)
+    if len(sigs) != len(words):  # the group was dropped and read again meanwhile
+        sigs = compute()
+    return list(map(words.__getitem__, vector.near_signatures(sigs, signature(word), most)))
 
 
 def _scan(word: str, words: Sequence[str], scorer: Any, cutoff: float) -> list[tuple[str, float]]:
@@ -328,36 +366,40 @@ def similar_words(vocab: Vocabulary | BoundIndex, word: str) -> list[tuple[float
     `vocab` is a whole vocabulary, or the store's typo index: then only the length groups
     a ratio of `TITLE_CUTOFF` can reach are read (once per store revision, `typo_index`),
     and the stems of the words found, and whether a title or path holds them, are looked up
-    (SPEC §4 "Typos": no whole-vocabulary read)."""
-    key = ("similar", word, 0)
-    remembered = vocab.memo.get(key)
-    if remembered is not None:
-        return remembered
+    (SPEC §4 "Typos": no whole-vocabulary read); all of it is charged to the request's
+    `TypoBudget`: once it is spent, nothing."""
+    source = _source(vocab)
+    found = _charged(source, ("similar", word, 0), lambda: _similar(vocab, source, word))
+    return [] if found is None else found
+
+
+def _similar(vocab: Vocabulary | BoundIndex, source: _Source, word: str) -> tuple[int, list[Any]]:
+    """What `similar_words` finds and its cost (as `_near`'s)."""
     if len(word) < MIN_FUZZY_TERM:
         stem = _stems_of(vocab, [word]).get(word)
-        return [] if stem is None else [(100.0, word, stem)]
+        return 1, [] if stem is None else [(100.0, word, stem)]
     # ratio = 100 (1 - indel / (a + b)) ≥ 80 needs the lengths within a factor of 1.5.
     low, high = (2 * len(word) + 2) // 3, (3 * len(word)) // 2
     found: list[tuple[float, str, str]] = []
+    cost = 0
     for n in range(low, high + 1):
         # ratio ≥ 80 means at most 0.2 × (the two lengths) insertions and deletions.
         most = int((100.0 - TITLE_CUTOFF) * (len(word) + n) / 100.0)
-        if isinstance(vocab, BoundIndex):
-            words = _narrowed(vocab.bucket(n), vocab.index.signatures, n, n, word, most)
-        else:
-            group = vocab.titled.get(n, ())
-            words = _narrowed(group, vocab.titled_signatures, n, n, word, most)
+        key: Hashable = n if isinstance(vocab, BoundIndex) else ("titled", n)
+        group = vocab.bucket(n) if isinstance(vocab, BoundIndex) else vocab.titled.get(n, ())
+        words = _narrowed(source, group, key, n, word, most)
         scanned = _scan(word, words, fuzz.ratio, TITLE_CUTOFF)
         stems = _stems_of(vocab, [candidate for candidate, _ratio in scanned])
+        cost += source.weight(key, group) + len(scanned)
         if isinstance(vocab, BoundIndex):  # only words a title or path holds can fill
+            cost += len(stems)
             titled = vocab.titled(set(stems.values()))
             stems = {w: stem for w, stem in stems.items() if stem in titled}
         for candidate, ratio in scanned:
             if candidate in stems:
                 found.append((float(ratio), candidate, stems[candidate]))
     found.sort(key=lambda item: (-item[0], item[1]))
-    _remember(vocab.memo, key, found)
-    return found
+    return cost, found
 
 
 def _stems_of(vocab: Vocabulary | BoundIndex, words: Sequence[str]) -> dict[str, str]:
