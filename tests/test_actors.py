@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -62,9 +64,40 @@ def call_lines(arguments: dict[str, Any], rids: Iterable[Any]) -> bytes:
     )
 
 
+class HostPipe:
+    """stdout as production has it, a pipe: the server writes its end (`server`, what
+    `serve_stdio` takes), the test reads the other like a host (`host`, `data`). With
+    `capacity`, the pipe holds no more than that (where the system lets a pipe be sized)."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        read_fd, write_fd = os.pipe()
+        set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+        if capacity is not None and set_size is not None:
+            fcntl.fcntl(write_fd, set_size, capacity)
+        self.server = trio.lowlevel.FdStream(write_fd)
+        self.host = trio.lowlevel.FdStream(read_fd)
+        self.data = bytearray()
+
+    def read_ready(self) -> None:
+        """Read what the pipe holds now, without waiting."""
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self.host.fileno(), 1 << 16):
+                self.data += chunk
+
+    async def read_to_end(self) -> None:
+        """Read until the server's end is closed."""
+        while chunk := await self.host.receive_some():
+            self.data += chunk
+
+    async def aclose(self) -> None:
+        await self.server.aclose()
+        await self.host.aclose()
+
+
 @attrs.define
 class Harness:
-    """Runs `serve_stdio` over in-memory streams and records when each answer arrived."""
+    """Runs `serve_stdio` with stdin from memory and stdout on a real pipe (`HostPipe`), and
+    records when each answer arrived."""
 
     to_server: trio.abc.SendStream
     from_server: trio.abc.ReceiveStream
@@ -135,8 +168,9 @@ async def running(
     """`serve_stdio` with fake planes that answer ready after `memory` and `code` virtual
     seconds (`log` records the memory plane's cancellations)."""
     to_server, server_in = trio.testing.memory_stream_one_way_pair()
-    server_out, from_server = trio.testing.memory_stream_one_way_pair()
-    harness = Harness(to_server, from_server, project=str(config.workspace))
+    stdout = HostPipe()
+    server_out = stdout.server
+    harness = Harness(to_server, stdout.host, project=str(config.workspace))
 
     async def serve() -> None:
         harness.exit_code = await serve_stdio(
@@ -154,6 +188,7 @@ async def running(
         nursery.start_soon(harness.collect)
         await trio.testing.wait_all_tasks_blocked()
         yield harness
+    await stdout.aclose()
 
 
 async def test_hung_code_plane_does_not_delay_memory(
@@ -362,19 +397,6 @@ async def test_delay_fault_answers_normally_after_the_delay(
     assert h.answers[2][0] == pytest.approx(3.0)
 
 
-class _ClosedPipe(trio.abc.SendStream):
-    """A stdout whose reader has gone away."""
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        raise trio.BrokenResourceError("reader gone")
-
-    async def wait_send_all_might_not_block(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
 @pytest.mark.parametrize(("close_stdin", "expected"), [(False, 1), (True, 0)])
 async def test_broken_stdout_exit_code(
     config: ServerConfig, clock: trio.testing.MockClock, close_stdin: bool, expected: int
@@ -389,8 +411,11 @@ async def test_broken_stdout_exit_code(
     await to_server.send_all(json.dumps(request).encode() + b"\n")
     if close_stdin:
         await to_server.aclose()
+    stdout = HostPipe()
+    await stdout.host.aclose()  # the host's end is gone: writing fails with EPIPE
     with trio.fail_after(10):
-        code = await serve_stdio(config, FaultPlan(), server_in, _ClosedPipe(), engines)
+        code = await serve_stdio(config, FaultPlan(), server_in, stdout.server, engines)
+    await stdout.server.aclose()
     assert code == expected
 
 
@@ -409,29 +434,12 @@ async def test_full_queue_pauses_reading(
     assert h.answers["p"][0] > 0  # it was behind the full queue
 
 
-class _RecordingStream(trio.abc.SendStream):
-    """A stdout that records each write (one `send_all` is one system call on a pipe)."""
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        self.writes.append(bytes(data))
-        await trio.lowlevel.checkpoint()
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await trio.lowlevel.checkpoint()
-
-    async def aclose(self) -> None:
-        await trio.lowlevel.checkpoint()
-
-
 async def test_writer_joins_queued_answers_into_one_write() -> None:
     """Answers already queued go out together, in order, each still its own line."""
     from lwc_trio.actors.stdio import StdoutWriter
 
-    stream = _RecordingStream()
-    writer = StdoutWriter(stream)
+    stream = _Pipe(room=1 << 20)
+    writer = StdoutWriter(stream, stream)
     writer.urgent.close()
     lines = [f'{{"id":{i}}}\n'.encode() for i in range(50)]
     for line in lines:
@@ -446,8 +454,8 @@ async def test_a_ping_reply_skips_queued_tool_answers() -> None:
     """Replies that need no plane go out in the next write, ahead of queued tool answers."""
     from lwc_trio.actors.stdio import StdoutWriter
 
-    stream = _StalledStream()
-    writer = StdoutWriter(stream)
+    stream = _Pipe(room=5)  # the host has paused: the pipe takes a little, then no more
+    writer = StdoutWriter(stream, stream)
     send, urgent_send = writer.outbox, writer.urgent
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
@@ -457,7 +465,7 @@ async def test_a_ping_reply_skips_queued_tool_answers() -> None:
             for i in range(1, 20):
                 await send.send(f'{{"id":{i}}}\n'.encode())
             await urgent_send.send(b'{"id":"p"}\n')
-            stream.release.set()
+            stream.drain()
     ids = [json.loads(line)["id"] for line in bytes(stream.data).splitlines()]
     assert ids == [0, "p", *range(1, 20)]
 
@@ -469,6 +477,8 @@ class _Pipe(trio.abc.SendStream):
     def __init__(self, room: int) -> None:
         self.room = room
         self.data = bytearray()
+        self.writes: list[bytes] = []
+        """What each write took (one call is one system call on a real pipe)."""
         self._drained = trio.Event()
 
     def __call__(self, data: bytes) -> int:
@@ -477,6 +487,7 @@ class _Pipe(trio.abc.SendStream):
         taken = bytes(data[: self.room])
         self.room -= len(taken)
         self.data += taken
+        self.writes.append(taken)
         return len(taken)
 
     def drain(self, room: int = 1 << 20) -> None:
@@ -559,24 +570,6 @@ async def test_a_ping_waits_for_one_answer_not_for_a_batch() -> None:
     assert ids == [0, 1, "p", 2, 3, 4]
 
 
-class _StalledStream(trio.abc.SendStream):
-    """A stdout whose reader has stopped reading until `release` is set (a paused host)."""
-
-    def __init__(self) -> None:
-        self.release = trio.Event()
-        self.data = bytearray()
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.release.wait()
-        self.data += data
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.release.wait()
-
-    async def aclose(self) -> None:
-        await trio.lowlevel.checkpoint()
-
-
 async def test_stalled_writer_loses_no_answer(
     config: ServerConfig, clock: trio.testing.MockClock
 ) -> None:
@@ -587,14 +580,15 @@ async def test_stalled_writer_loses_no_answer(
     """
     config = attrs.evolve(config, queue_size=16)
     to_server, server_in = trio.testing.memory_stream_one_way_pair()
-    stdout = _StalledStream()
+    stdout = HostPipe(capacity=4096)  # far less than 200 answers
     engines = Engines(memory=scripted(MEMORY_READY, 0.01), code=scripted(CODE_READY, 0))
     arguments = {"query": "q", "projectPath": str(config.workspace)}
     lines = call_lines(arguments, range(200))
     exit_code: list[int] = []
 
     async def serve() -> None:
-        exit_code.append(await serve_stdio(config, FaultPlan(), server_in, stdout, engines))
+        exit_code.append(await serve_stdio(config, FaultPlan(), server_in, stdout.server, engines))
+        await stdout.server.aclose()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(serve)
@@ -602,10 +596,12 @@ async def test_stalled_writer_loses_no_answer(
             to_server.send_all, lines + b'{"jsonrpc":"2.0","id":"p","method":"ping"}\n'
         )
         await trio.sleep(60)
+        stdout.read_ready()  # what the pipe took before it filled up
         assert b'"p"' not in stdout.data  # the ping is behind the paused reader
-        stdout.release.set()
+        nursery.start_soon(stdout.read_to_end)  # the host reads again
         await trio.sleep(1)
         await to_server.aclose()
+    await stdout.host.aclose()
     ids = [json.loads(line)["id"] for line in bytes(stdout.data).splitlines()]
     assert sorted(i for i in ids if i != "p") == list(range(200))
     assert ids.count("p") == 1

@@ -240,9 +240,10 @@ class StdoutWriter:
     """
 
     stream: trio.abc.SendStream
-    nonblocking: Callable[[bytes], int] | None = None
+    """Waited on (`wait_send_all_might_not_block`) while it is full; never written through."""
+    write: Callable[[bytes], int]
     """Writes what fits without blocking and returns how much (raises `BlockingIOError`
-    when nothing fits); None: `send_all`, which takes a trip through the loop first."""
+    when nothing fits): `os.write` on the stream's descriptor (`serve_stdio`)."""
     rest: bytes = b""
     """The end of a line begun: written before anything else."""
     gone: trio.Event = attrs.field(factory=trio.Event)
@@ -275,11 +276,7 @@ class StdoutWriter:
                 if not (urgent or normal or self.rest):
                     await self.ready.park()
                     continue
-                if self.nonblocking is None:
-                    batch = b"".join(data for _, data in self._take())
-                    self.room.unpark_all()
-                    await self.stream.send_all(batch)
-                elif not self._write_some(self.nonblocking):
+                if not self._write_some():
                     # stdout is full. Once it has room, urgent replies that came meanwhile
                     # go first: a ping waits for the end of one answer, not of a batch.
                     await self.stream.wait_send_all_might_not_block()
@@ -294,7 +291,7 @@ class StdoutWriter:
             self.over = True
             self.room.unpark_all()
 
-    def _write_some(self, write: Callable[[bytes], int]) -> bool:
+    def _write_some(self) -> bool:
         """One non-blocking write of the queued lines (the end of a begun line, then urgent
         replies, then tool answers, up to about `WRITE_BATCH` bytes); False when stdout
         did not take them all.
@@ -308,7 +305,9 @@ class StdoutWriter:
         taken = self._take()
         size = sum(len(data) for _, data in taken)
         try:
-            sent = write(b"".join(data for _, data in taken) if len(taken) > 1 else taken[0][1])
+            sent = self.write(
+                b"".join(data for _, data in taken) if len(taken) > 1 else taken[0][1]
+            )
         except BlockingIOError:
             sent = 0
         except OSError as exc:
@@ -355,10 +354,13 @@ async def serve_stdio(
     config: ServerConfig,
     faults: FaultPlan,
     stdin: trio.abc.ReceiveStream,
-    stdout: trio.abc.SendStream,
+    stdout: trio.lowlevel.FdStream,
     engines: Engines | None = None,
 ) -> int:
     """Run the stdio server until input ends and every answer is out; returns the exit code.
+
+    `stdout` is a pipe or file descriptor (the CLI's private copy of fd 1; tests' pipes):
+    the writer writes it with `os.write`, never `send_all` (see `StdoutWriter`).
 
     Two nested nurseries give the shutdown order: the *session* (reader, call queue,
     writer) ends first, once input is over and every answer is written (or the signal
@@ -370,7 +372,9 @@ async def serve_stdio(
         services = Services(config, faults, engines)
         queue = CallQueue(services.explorer(), config.max_in_flight)
         calls_send, calls_recv = trio.open_memory_channel[Pending](config.queue_size)
-        writer = StdoutWriter(stdout, _nonblocking_write(stdout))
+        # trio's FdStream made the descriptor non-blocking; its `send_all` would take a trip
+        # through the loop first, even when the pipe has room.
+        writer = StdoutWriter(stdout, partial(os.write, stdout.fileno()))
         reader = StdioReader(stdin, queue, config.version, calls_send, writer.urgent)
         async with trio.open_nursery() as outer:
             async with trio.open_nursery() as session:
@@ -384,14 +388,6 @@ async def serve_stdio(
     if writer.gone.is_set() and not reader.input_over.is_set():
         return 1
     return 0
-
-
-def _nonblocking_write(stream: trio.abc.SendStream) -> Callable[[bytes], int] | None:
-    # trio's FdStream made its descriptor non-blocking; its `send_all` always takes a trip
-    # through the loop first, even when the pipe has room.
-    if isinstance(stream, trio.lowlevel.FdStream):
-        return partial(os.write, stream.fileno())
-    return None
 
 
 async def _on_signals(
