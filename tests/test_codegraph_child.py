@@ -15,8 +15,9 @@ import pytest
 import trio
 import trio.testing
 
+from lwc_trio.actors.planes import open_code_plane_lane as open_code_plane
 from lwc_trio.codegraph.explore_output import TEXT_LIMIT
-from lwc_trio.codegraph.plane import QUEUE_LIMIT, CodePlaneConfig, CodeQuery, open_code_plane
+from lwc_trio.codegraph.plane import QUEUE_LIMIT, CodePlaneConfig, CodeQuery
 
 FAKE = Path(__file__).parent / "fakes" / "fake_codegraph.py"
 HOST_TOKEN = "ghp_do_not_leak_me"
@@ -276,7 +277,8 @@ async def test_queue_beyond_its_bound_answers_busy_at_once(fake: Fake) -> None:
             await fake.wait_for(lambda: len(fake.calls()) == 1)
             for n in range(QUEUE_LIMIT):
                 nursery.start_soon(plane.explore, fake.query(f"waiter{n}"))
-            await trio.testing.wait_all_tasks_blocked()
+            # Each waiter checks readiness on the plane's lane before it queues.
+            await fake.wait_for(lambda: plane.waiting == QUEUE_LIMIT)
             with trio.fail_after(1):
                 busy = await plane.explore(fake.query("one too many"))
             nursery.cancel_scope.cancel()
@@ -379,3 +381,38 @@ async def test_unstartable_binary_is_reported_as_crashed(fake: Fake) -> None:
         state = await plane.explore(fake.query())
     assert state["error"]["code"] == "codegraph_crashed"
     assert state["error"]["message"].startswith("could not start CodeGraph:")
+
+
+@pytest.mark.parametrize("call", ["readiness", "_changed_during_call"])
+async def test_a_hung_filesystem_call_holds_a_lane_thread_not_the_loop(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    """The readiness check before a call, or the index lookup and `/proc` scan after it,
+    hung on a dead mount (scripted: it blocks until released, 2 s at most) holds one of the
+    plane's lane threads, never the event loop: the test's own task runs meanwhile and is
+    the one that releases it, and the call then answers."""
+    import threading
+
+    from lwc_trio.codegraph import plane as plane_module
+
+    entered, release = threading.Event(), threading.Event()
+    released: list[bool] = []
+    real = getattr(plane_module, call)
+
+    def hung(*args: Any) -> Any:
+        entered.set()
+        released.append(release.wait(2))  # fault injection: a stat on a dead mount
+        return real(*args)
+
+    monkeypatch.setattr(plane_module, call, hung)
+    states: list[dict[str, Any]] = []
+
+    async def explore() -> None:
+        states.append(await plane.explore(fake.query("q")))
+
+    async with open_code_plane(fake.config("normal")) as plane, trio.open_nursery() as nursery:
+        nursery.start_soon(explore)
+        await trio.to_thread.run_sync(entered.wait, 5)
+        release.set()  # from the event loop, which the hung call must not hold
+    assert released == [True]
+    assert [state["state"] for state in states] == ["ready"]

@@ -12,7 +12,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from lwc_trio.codegraph.plane import CodePlaneConfig, CodeQuery, open_code_plane
+from lwc_trio.actors.planes import open_code_plane_lane as open_code_plane
+from lwc_trio.codegraph.plane import CodePlaneConfig, CodeQuery
 
 BINARY = os.environ.get("LWC_TEST_CODEGRAPH_BINARY", "")
 REPO = Path(__file__).resolve().parent.parent

@@ -39,7 +39,7 @@ from lwc_trio.protocol.explore_result import check_plane, fault_code, plane_erro
 from lwc_trio.protocol.session import JSON
 
 if TYPE_CHECKING:
-    from lwc_trio.codegraph.plane import CodeQuery
+    from lwc_trio.codegraph.plane import CodePlane, CodePlaneConfig, CodeQuery
     from lwc_trio.memory.query.engine import MemoryQuery
 
 log = logging.getLogger("lwc.planes")
@@ -81,6 +81,8 @@ MEMORY_REPLACE_AFTER: Final = 1.0
 """A search abandoned at its deadline normally stops within milliseconds (SQLite's progress
 handler sees the flag); a thread still in it a second later is stuck (a store file swapped
 for a FIFO, a hung mount) and is replaced so the plane keeps its capacity."""
+CODE_FS_THREADS: Final = 2
+"""Threads for the code plane's filesystem calls (as many as the authorizer's)."""
 LATE_MARGIN: Final = 0.05
 """How long a request waits past the plane deadline for the worker's own
 timeout answer before concluding the worker itself is stuck."""
@@ -246,13 +248,27 @@ async def memory_engine(config: ServerConfig) -> AsyncIterator[Engine[MemoryQuer
 
 
 @asynccontextmanager
+async def open_code_plane_lane(config: CodePlaneConfig) -> AsyncIterator[CodePlane]:
+    """The code plane with its own thread lane for its filesystem calls (the readiness
+    check, the index lookup, the `/proc` scan: like the authorizer's checks, they can block
+    on a dead mount). Its threads, like the authorizer's, take each call at once, and one
+    stuck in a call abandoned at its deadline is replaced at once."""
+    from lwc_trio.codegraph.plane import open_code_plane
+
+    async with (
+        open_lane("lwc-code", CODE_FS_THREADS, replace_after=0) as lane,
+        open_code_plane(config, lane.run) as plane,
+    ):
+        yield plane
+
+
+@asynccontextmanager
 async def code_engine(config: ServerConfig) -> AsyncIterator[Engine[CodeQuery]]:
     """The code plane: the supervised CodeGraph child, started lazily."""
-    from lwc_trio.codegraph.plane import CodePlaneConfig, open_code_plane
+    from lwc_trio.codegraph.plane import CodePlaneConfig
 
-    async with open_code_plane(
-        CodePlaneConfig(call_timeout=config.code_timeout, env=config.env)
-    ) as plane:
+    code = CodePlaneConfig(call_timeout=config.code_timeout, env=config.env)
+    async with open_code_plane_lane(code) as plane:
         yield plane.explore
 
 

@@ -15,15 +15,20 @@ plane locates the index through directory handles before every call (`locate_ind
 child to the root's identity (a different identity replaces the child), and after every reply
 locates it again: a changed identity, or a child holding a `codegraph.db` other than the one
 found, discards the answer and kills the child (docs/security.md, "Code plane and races").
+
+Those filesystem calls (the readiness check, the index lookup, the `/proc` scan) can block on
+a dead mount like the authorizer's path checks, so they run where those do, on a thread lane,
+never on the event loop: the plane is given one (`Offload`, the actors' `ThreadLane.run`), and
+a call abandoned there at its deadline costs that lane a thread, not the loop.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import trio
@@ -49,11 +54,21 @@ __all__ = [
     "CodePlane",
     "CodePlaneConfig",
     "CodeQuery",
+    "Offload",
     "open_code_plane",
 ]
 
 QUEUE_LIMIT = 8
 TOOL_NAME = "codegraph_explore"
+
+T = TypeVar("T")
+
+
+class Offload(Protocol):
+    """Runs a blocking call in a thread and waits for it (`ThreadLane.run`); on cancellation
+    the call is abandoned."""
+
+    async def __call__(self, fn: Callable[..., T], /, *args: object) -> T: ...
 
 
 @attrs.frozen
@@ -81,14 +96,20 @@ class CodePlaneConfig:
 class CodePlane:
     """Answers code queries with SPEC §2.1 `codeGraph` objects. Use `open_code_plane`."""
 
-    def __init__(self, config: CodePlaneConfig, nursery: trio.Nursery) -> None:
+    def __init__(self, config: CodePlaneConfig, nursery: trio.Nursery, offload: Offload) -> None:
         self._config = config
         self._nursery = nursery
+        self._offload = offload
         self._slot = trio.Semaphore(1)
         self._waiting = 0
         self._child: CodeGraphChild | None = None
         self._child_identity: RootIdentity | None = None
         self._closed = False
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for the slot (for status and tests)."""
+        return self._waiting
 
     @property
     def child_pid(self) -> int | None:
@@ -103,7 +124,7 @@ class CodePlane:
         Raises only `trio.Cancelled` (the caller's deadline: see the module docstring) and
         bugs; every failure of the runtime is an `error` object.
         """
-        ready = readiness(q.project_path, q.workspace, self._config.env)
+        ready = await self._offload(readiness, q.project_path, q.workspace, self._config.env)
         if not isinstance(ready, Ready):
             return ready
         if self._waiting >= QUEUE_LIMIT:
@@ -132,7 +153,9 @@ class CodePlane:
             if not handed_off:
                 self._slot.release()
         if not isinstance(outcome, Failure):
-            changed = _changed_during_call(ready, locate_index(q.project_path, q.workspace), child)
+            changed = await self._offload(
+                _changed_during_call, ready, q.project_path, q.workspace, child.pid
+            )
             if changed is not None:
                 # What the child read may come from outside: the answer is discarded, and the
                 # child is not reused: it may have opened (and cached) another project, or
@@ -207,18 +230,21 @@ class CodePlane:
 
 
 def _changed_during_call(
-    before: Ready, after: Located | IndexInvalid | None, child: CodeGraphChild
+    before: Ready, project: Path, workspace: Path, pid: int | None
 ) -> str | None:
-    """Why the answer cannot be trusted to come from `before`'s index root, or None.
+    """Why the answer cannot be trusted to come from `before`'s index root, or None
+    (blocking: run on the plane's lane).
 
-    `after` is `locate_index` run again once the reply is in. On Linux the child's open files
-    are checked too: a `codegraph.db` other than the one located means it opened another
-    project (its connections stay open, so a swap it followed is still visible there).
+    The index is located again (`locate_index`) once the reply is in. On Linux the child's
+    (`pid`) open files are checked too: a `codegraph.db` other than the one located means it
+    opened another project (its connections stay open, so a swap it followed is still
+    visible there).
     """
     if before.identity is None:
         return None
-    if child.pid is not None and _holds_other_index(child.pid, before.identity.db):
+    if pid is not None and _holds_other_index(pid, before.identity.db):
         return "CodeGraph opened an index other than the one checked"
+    after: Located | IndexInvalid | None = locate_index(project, workspace)
     if not isinstance(after, Located) or after.root != before.root:
         return "the index root is no longer where it was"
     if after.identity.nodes != before.identity.nodes:
@@ -254,8 +280,8 @@ def _holds_other_index(pid: int, db: tuple[int, int]) -> bool | None:
 
 
 @asynccontextmanager
-async def open_code_plane(config: CodePlaneConfig) -> AsyncIterator[CodePlane]:
-    """Run a `CodePlane` for the duration of the block.
+async def open_code_plane(config: CodePlaneConfig, offload: Offload) -> AsyncIterator[CodePlane]:
+    """Run a `CodePlane` for the duration of the block; its filesystem calls go to `offload`.
 
     On every exit path (normal, exception, cancellation) the child's process group is SIGKILLed
     and the child reaped — under a shielded, bounded scope — before this returns.
@@ -264,7 +290,7 @@ async def open_code_plane(config: CodePlaneConfig) -> AsyncIterator[CodePlane]:
     # their ValueError or Cancelled rather than an ExceptionGroup wrapping it.
     raised: BaseException | None = None
     async with trio.open_nursery() as nursery:
-        plane = CodePlane(config, nursery)
+        plane = CodePlane(config, nursery, offload)
         try:
             yield plane
         except BaseException as exc:
