@@ -11,6 +11,22 @@ set here, in one place, from the configuration, as a cancel scope:
 4. the path check on the authorizer under `auth_timeout` (2 s), in every mode;
 5. the requested planes, each under its own deadline, both at once in mode `all`;
 6. the result object in its fixed key order.
+
+The deadlines, all from `ServerConfig`, each a cancel scope counted from when its step
+starts:
+
+- **path check**: `auth_timeout` (2 s; no command-line flag) from when the check starts;
+  an `auth=delay:S` fault waits inside it. No answer by then is the argument
+  error `invalid_project_path` "could not be checked within 2 s".
+- **each plane**: its own timeout from when it is asked, so a slow path check never eats
+  into it: memory `memory_timeout` (5 s, `--memory-timeout`), code `code_timeout` (10 s,
+  `--code-timeout`). A plane that has not answered by then is `<plane>_timeout`.
+- **derived from the plane deadlines** where each plane builds its query or job
+  (`actors/planes.py`): the request waits `LATE_MARGIN` (50 ms) past its plane's deadline
+  for the worker's own timeout answer before concluding the worker is stuck; a memory
+  search waits for a writer's lock until `BUSY_SHARE` (80 %) of `memory_timeout`, then
+  answers `store_busy` (`memory_query`); the code plane kills a call that has been in
+  flight for `code_timeout` (`CodePlaneConfig.call_timeout`).
 """
 
 from __future__ import annotations
