@@ -76,7 +76,7 @@ TYPO_BUDGET = 4_000_000
 correction or the title fill-up goes through, and each candidate it looks up; about 30 ms
 on the benchmark machine). A query with many unknown words on a large store stops
 correcting there and is searched with the corrections made so far; agents' queries stay
-far below it (three words of the 1,000,000-page store's title fill-up: ~1,300,000)."""
+far below it (three words of the 1,000,000-page store's title fill-up: ~1,500,000)."""
 MAX_INITIALS = 1024
 """First characters enumerated at one length before a correction scans the whole length
 instead (a store of many scripts, or a hostile one, cannot make the lookups unbounded)."""
