@@ -12,7 +12,10 @@
 
 The server reads words from the store's typo index (`typo_index`), group by group, never the
 whole vocabulary; a whole `Vocabulary` (`build_vocabulary`) gives the same answers and serves
-the quality benchmark and the tests that compare both.
+the quality benchmark and the tests that compare both. Through the typo index, each word's
+correction or comparison is charged to the store search's `TypoBudget` (its groups' words,
+its candidates, `WORD_COST`) and remembered with that cost for the store revision; once the
+budget is spent, the remaining words are left as they are.
 """
 
 from __future__ import annotations
@@ -40,16 +43,16 @@ __all__ = [
     "vocabulary_of",
 ]
 
-MIN_FUZZY_TERM = 4
-TITLE_CUTOFF = 80.0
-"""fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80."""
-MAX_CORRECTIONS = 3
-"""At most this many vocabulary terms stand in for one unknown query word."""
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 Memo = dict[tuple[str, str, int], tuple[int, list[Any]]]
 """("near" | "similar", word, edits) -> (what finding it cost, `TypoBudget` words; found)."""
 
+MIN_FUZZY_TERM = 4
+TITLE_CUTOFF = 80.0
+"""fuzz.ratio for one insertion or deletion in a 5-letter word is 88.9, one substitution 80."""
+MAX_CORRECTIONS = 3
+"""At most this many vocabulary terms stand in for one unknown query word."""
 ONE_EDIT_MAX = 7
 """The longest word corrected with one edit (`max_edits`)."""
 MEMO_SIZE = 4096
