@@ -329,7 +329,10 @@ class ThreadLane:
                 await self._grower_lot.park()
             self._grower_due = math.inf
             if trio.current_time() >= due:
-                self._grow(trio.current_time())
+                try:
+                    self._grow(trio.current_time())
+                except Exception:  # a system task's exception would end the whole run
+                    log.exception("%s lane: could not bring in a thread", self.name)
 
     def _grow(self, now: float) -> None:
         with self._lock:
