@@ -7,7 +7,6 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -216,7 +215,7 @@ def test_a_typo_group_is_read_once_and_a_waiting_request_keeps_its_deadline(
     started, release = threading.Event(), threading.Event()
     real = typo_index.BoundIndex._words
 
-    def slow(self: typo_index.BoundIndex, sql: str, args: Sequence[object]) -> tuple[str, ...]:
+    def slow(self: typo_index.BoundIndex, sql: str, args: tuple[object, ...]) -> list[object]:
         started.set()
         release.wait(30)
         return real(self, sql, args)
