@@ -283,11 +283,15 @@ class ThreadLane:
         def fail(exc: BaseException) -> None:
             done(outcome.Error(exc))
 
-        job = _Job(work, fail, key, trio.current_time() + self.grow_after, next(self._seq))
+        due = trio.current_time() + self.grow_after if self.grow_after else 0.0
+        job = _Job(work, fail, key, due, next(self._seq))
         with self._lock:
             if self._closed:
                 raise LaneClosed(f"{self.name} lane is closed")
-            self._waiting.setdefault(key, collections.deque()).append(job)
+            jobs = self._waiting.get(key)
+            if jobs is None:
+                jobs = self._waiting[key] = collections.deque()
+            jobs.append(job)
             if self.grow_after == 0 or self._working == 0:
                 job.grew = True
                 self._add_worker(key)
@@ -381,13 +385,18 @@ class ThreadLane:
         """The next job for a working thread, among those it may start (`_may_start`): the
         oldest of the key with the fewest jobs running, then served longest ago."""
         best: collections.deque[_Job] | None = None
-        best_rank = (0, 0, 0)
-        for key, jobs in self._waiting.items():
-            if not self._may_start(key, self._working):
-                continue
-            rank = (self._running.get(key, 0), self._served.get(key, -1), jobs[0].seq)
-            if best is None or rank < best_rank:
-                best, best_rank = jobs, rank
+        if len(self._waiting) == 1:  # one key waiting (always, for a lane of one key)
+            key, jobs = next(iter(self._waiting.items()))
+            if self._may_start(key, self._working):
+                best = jobs
+        else:
+            best_rank = (0, 0, 0)
+            for key, jobs in self._waiting.items():
+                if not self._may_start(key, self._working):
+                    continue
+                rank = (self._running.get(key, 0), self._served.get(key, -1), jobs[0].seq)
+                if best is None or rank < best_rank:
+                    best, best_rank = jobs, rank
         if best is None:
             return None
         job = best.popleft()
