@@ -148,8 +148,10 @@ async def run(root: Path, calls: int, words: int) -> dict[str, Any]:
             arguments = {"query": "control", "projectPath": str(control_project),
                          "mode": "memory"}  # fmt: skip
             response, rtt = await client.request(tool_call("control", arguments))
-            memory = response.get("result", {}).get("structuredContent", {}).get("memory", {})
+            structured = response.get("result", {}).get("structuredContent", {})
+            memory = structured.get("memory", {})
             control["s"] = round(rtt, 3)
+            control["memoryMs"] = structured.get("timings", {}).get("memoryMs")
             control["outcome"] = (memory.get("error") or {}).get("code") or memory.get("state")
             control["found"] = [r.get("identifier") for r in memory.get("results", [])]
 
@@ -185,6 +187,7 @@ async def run(root: Path, calls: int, words: int) -> dict[str, Any]:
         "server_peak_rss_mib": round(mem.get("VmHWM", 0) / 1024, 1),
         "control_s": control.get("s"),
         "control_outcome": control.get("outcome"),
+        "control_memory_ms": control.get("memoryMs"),
         "answers": sorted(answers, key=lambda a: a["call"]),
         "pass": not late
         and not slow_pings
@@ -218,7 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pages {args.pages:,}: {args.calls} calls x {args.words} unknown words: "
               f"{report['outcomes']}; last answer {report['last_answer_s']} s, median "
               f"{report['median_answer_s']} s, {report['late']} late; control call "
-              f"{report['control_outcome']} in {report['control_s']} s; pings "
+              f"{report['control_outcome']} in {report['control_s']} s "
+              f"(memoryMs {report['control_memory_ms']}); pings "
               f"{report['pings_ge_5ms']} of {report['pings']} >= 5 ms, worst "
               f"{report['worst_ping_ms']} ms (idle server: {report['idle_pings_ge_5ms']} of "
               f"{IDLE_PINGS}, worst {report['idle_worst_ping_ms']} ms); server "
