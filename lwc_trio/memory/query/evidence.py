@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from lwc_trio.memory.query.passages import best_units, has_sections
+from lwc_trio.memory.query.passages import best_units
 from lwc_trio.memory.query.search import Hit
 
 __all__ = ["SECTION_WEIGHT", "rerank"]
@@ -51,20 +51,9 @@ def rerank(
         return [*scored, *rest]
     slugs = [hit.identifier for hit in scored if hit.doc_type == "page"]
     found = heads(slugs)
-    pages = [
-        hit
-        for hit in scored
-        if hit.doc_type == "page"
-        and hit.identifier in found
-        and has_sections(found[hit.identifier][1])
-    ]
-    evidence = dict(
-        zip(
-            (hit.identifier for hit in pages),
-            best_units([found[hit.identifier][1] for hit in pages], query),
-            strict=True,
-        )
-    )
+    pages = [hit.identifier for hit in scored if hit.doc_type == "page" and hit.identifier in found]
+    best = best_units([found[slug][1] for slug in pages], query)
+    evidence = {slug: score for slug, score in zip(pages, best, strict=True) if score is not None}
     best_score = max(-hit.rank for hit in scored)
     best_evidence = max(evidence.values(), default=0.0)
     if best_score <= 0.0 or best_evidence <= 0.0:

@@ -255,12 +255,15 @@ class _Words:
     answer question after question), and stemming its words once then costs less than
     finding each question's words among them."""
 
-    __slots__ = ("by_term", "distinct", "used")
+    __slots__ = ("by_term", "distinct", "last", "used")
 
     def __init__(self, distinct: tuple[str, ...]) -> None:
         self.distinct = distinct
         self.used = False
         self.by_term: tuple[dict[str, int], ...] | None = None
+        self.last: tuple[tuple[str, ...], tuple[dict[str, int], ...]] | None = None
+        """The last question's terms and counts: one question asks twice (the ranking's
+        section evidence, then the passages), which is no second question."""
 
 
 Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], _Words | None]
@@ -347,6 +350,9 @@ def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str
         return counts
     if words.by_term is not None:
         return words.by_term
+    last = words.last
+    if last is not None and last[0] == tuple(terms):
+        return last[1]
     if words.used:
         term_of = dict(zip(words.distinct, stem_words(list(words.distinct)), strict=True))
         by_term: list[dict[str, int]] = []
@@ -368,6 +374,7 @@ def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str
             if tf:
                 tfs[term] = tf
         out.append(tfs)
+    words.last = (tuple(terms), tuple(out))
     return out
 
 
@@ -553,16 +560,16 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
     return out
 
 
-def has_sections(body: str) -> bool:
-    """Whether `body` has headings (a Page without them has no section to rank it by)."""
-    return any(section.level for section in sections(body))
-
-
-def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[float]:
+def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[float | None]:
     """Each body's best unit score for `query`, all the bodies' units one collection (as
-    `allot` scores them): the section evidence of `evidence.rerank`."""
-    scores = _pooled([_analyzed(body) for body in bodies], query)
-    return [max(found, default=0.0) for found in scores]
+    `allot` scores them, which then counts nothing again): the section evidence of
+    `evidence.rerank`; None for a body without headings, which has no section to rank by."""
+    analyses = [_analyzed(body) for body in bodies]
+    scores = _pooled(analyses, query)
+    return [
+        max(found, default=0.0) if any(unit.path for unit in analysis[0]) else None
+        for analysis, found in zip(analyses, scores, strict=True)
+    ]
 
 
 def body_units(text: str) -> int:
