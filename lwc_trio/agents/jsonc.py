@@ -48,8 +48,11 @@ COMMENTS = Dialect(comments=True, trailing_commas=False)  # strip-json-comments 
 JSONC = Dialect(comments=True, trailing_commas=True)  # VS Code's jsonc parser
 
 # Strings come first in each alternation so that `//` inside a string is never a comment.
-_STRING = r'"(?:[^"\\]++|\\.)*+"'
-_COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.DOTALL)
+# An unterminated string or block comment runs to the end of the text (JSON then refuses
+# it): were it no match, every later quote or `/*` would scan to the end again, a
+# quadratic cost on a hostile file (issue 36: every pattern meeting file text is linear).
+_STRING = r'"(?:[^"\\]++|\\[\s\S]?)*+(?:"|\Z)'
+_COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
 _TRAILING_RE = re.compile(_STRING + r"|,(?=\s*[}\]])")
 _WS_RE = re.compile(r"[ \t\r\n]*")
 _INDENT_RE = re.compile(r"^([ \t]+)\S", re.MULTILINE)

@@ -17,11 +17,19 @@ __all__ = ["extract_links", "strip_code"]
 _FENCE_LINE = re.compile(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
 """A line that opens or closes a fence, with the newline before it (a literal first
 character lets the search skip ahead: `^` in MULTILINE mode is tried at every position)."""
-_LINE_CODE = re.compile(r"`(`*)[^\n]+?`\1")
-"""An inline code span: n backticks, something on the same line, n backticks."""
+_TICKS = re.compile(r"`+")
+"""A backtick string: an inline code span opens with one and closes with the next one of
+the same length on its line (`_blank_spans`)."""
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
-# `[text](target)` or `[text](<target>)`, optionally followed by a title.
-_MDLINK = re.compile(r"\]\(\s*(?:<([^>\n]*)>|([^)\s]+))(?:\s+[\"'(][^)\n]*)?\s*\)")
+# `[text](target)` or `[text](<target>)`, optionally followed by a title. Linear (issue 36,
+# item 8): no part runs over a `](` (`\](?!\()` is a `]` that starts none), so an attempt
+# stops at the next link's start instead of scanning to the end of a body of `](a`
+# repeated; and every run is possessive, since none could give anything back to what
+# follows it (a title's run of spaces was otherwise retried against `\s*` one by one).
+_MDLINK = re.compile(
+    r"\]\(\s*+(?:<((?:[^>\n\]]|\](?!\())*+)>|((?:[^)\s\]]|\](?!\())++))"
+    r"(?:\s++[\"'(](?:[^)\n\]]|\](?!\())*+)?\s*\)"
+)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -43,7 +51,7 @@ def strip_code(markdown: str) -> str:
     for match in _FENCE_LINE.finditer(text):
         marker = match.group(1)
         if fence is None:
-            pieces.append(_LINE_CODE.sub(" ", text[at : match.start() + 1]))
+            pieces.append(_blank_spans(text[at : match.start() + 1]))
             fence, opened = marker, match.start() + 1
             continue
         # A fence closes with the same character, at least as long, nothing after it.
@@ -52,9 +60,45 @@ def strip_code(markdown: str) -> str:
             pieces.append("\n" * text.count("\n", opened, match.end()))
             fence, at = None, match.end()
     if fence is None:
-        pieces.append(_LINE_CODE.sub(" ", text[at:]))
+        pieces.append(_blank_spans(text[at:]))
     else:  # never closed: fenced to the end
         pieces.append("\n" * text.count("\n", opened))
+    return "".join(pieces)
+
+
+def _blank_spans(text: str) -> str:
+    """`text` with every inline code span made one space: a backtick string (a run of n
+    backticks) opens one, which the next run of exactly n backticks on the same line
+    closes (CommonMark's rule, within a line); a run that nothing closes is plain text.
+
+    Linear: each run is paired through one right-to-left pass (a regular expression with
+    a back-reference retried every shorter closing at every backtick: a line of backticks
+    took cubic time)."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+    if len(runs) < 2:
+        return text
+    lines: list[int] = []
+    line = previous = 0
+    for start, end in runs:
+        line += text.count("\n", previous, start)
+        lines.append(line)
+        previous = end
+    closer: list[int | None] = [None] * len(runs)
+    latest: dict[tuple[int, int], int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        key = (lines[i], runs[i][1] - runs[i][0])
+        closer[i] = latest.get(key)
+        latest[key] = i
+    pieces: list[str] = []
+    at, i = 0, 0
+    while i < len(runs):
+        j = closer[i]
+        if j is None:
+            i += 1
+            continue
+        pieces += [text[at : runs[i][0]], " "]
+        at, i = runs[j][1], j + 1
+    pieces.append(text[at:])
     return "".join(pieces)
 
 
