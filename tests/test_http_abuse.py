@@ -595,3 +595,38 @@ def test_an_early_refusal_that_closes_says_so(server: Any, how: str) -> None:
     assert _status(response) == 404, response
     assert b"connection: close" in response.lower()
     assert closed
+
+
+@pytest.mark.parametrize("pieces", [1, 2], ids=["one-send", "two-sends"])
+def test_a_head_over_16_kib_is_431_however_it_arrives(server: Any, pieces: int) -> None:
+    """Issue 36 item 10: a 20 KiB head sent whole (or in two 10 KiB writes, neither over
+    the limit while incomplete) is refused with 431 and closed; h11's own bound only
+    counted an incomplete head, so heads up to 64 KiB in one read were served."""
+    srv = server()
+    head = _post_head(srv.port, len(PING), f"X-Big: {'a' * 20_000}\r\n")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        half = len(head) // 2
+        if pieces == 2:
+            sock.sendall(head[:half])
+            time.sleep(0.2)  # let the server read the first half alone
+            sock.sendall(head[half:] + PING)
+        else:
+            sock.sendall(head + PING)
+        response, closed = _read_until_closed(sock)
+    assert _status(response) == 431, response
+    assert _kind(response) == "headers_too_large"
+    assert closed
+
+
+def test_a_head_just_within_16_kib_in_one_send_is_served(server: Any) -> None:
+    """A head of exactly 16,384 bytes, sent whole with its body, is answered (the limit
+    is inclusive), and the connection serves the next request."""
+    srv = server()
+    bare = _post_head(srv.port, len(PING), "X-Pad: \r\n")
+    head = _post_head(srv.port, len(PING), f"X-Pad: {'a' * (16_384 - len(bare))}\r\n")
+    assert len(head) == 16_384
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+        sock.sendall(head + PING + head + PING)
+        first, second = _read_response(sock), _read_response(sock)
+    assert _status(first) == 200, first
+    assert _status(second) == 200, second

@@ -551,3 +551,13 @@ def test_what_the_parser_refuses_is_a_json_rpc_error_that_closes(status: int, ki
     refused = http_rules.malformed(status)
     assert status_kind(refused) == (status, kind)
     assert refused.close
+
+
+def test_a_head_is_measured_in_bytes_received_up_to_16_kib_inclusive() -> None:
+    """`check_head_size`: 16,384 bytes pass, one more is 431 `headers_too_large`, closed."""
+    assert http_rules.HEAD_LIMIT == 16_384
+    assert http_rules.check_head_size(16_384) is None
+    refused = http_rules.check_head_size(16_385)
+    assert refused is not None
+    assert (refused.status, refused.close) == (431, True)
+    assert json.loads(refused.body)["error"]["data"]["kind"] == "headers_too_large"

@@ -36,6 +36,10 @@ from lwc_trio.protocol.session import SUPPORTED_VERSIONS
 BODY_LIMIT: Final = FRAME_LIMIT
 """Largest accepted request body: the same 64 KiB as a stdio frame."""
 
+HEAD_LIMIT: Final = 16 * 1024
+"""Largest accepted request head (request line, headers and the blank line), in bytes
+received, however they arrived; beyond it: 431 (`check_head_size`)."""
+
 REQUEST_READ_TIMEOUT: Final = 10.0
 """Seconds from a request's first byte until its headers and body must have arrived."""
 
@@ -387,6 +391,14 @@ def malformed(status: int) -> Response:
     lwc's own: nothing the client sent is echoed."""
     kind, message = _MALFORMED.get(status, ("malformed_request", "Bad Request: malformed HTTP"))
     return attrs.evolve(rejection(status, kind, message), close=True)
+
+
+def check_head_size(size: int) -> Response | None:
+    """431 when a request head took more than `HEAD_LIMIT` bytes, else None. `size` counts
+    the bytes received up to the head's end, leading blank lines included: the parser's own
+    bound only counts a head still incomplete, so one that arrived whole in a single read of
+    up to 64 KiB would pass it."""
+    return malformed(431) if size > HEAD_LIMIT else None
 
 
 def too_many_connections(limit: int) -> Response:

@@ -31,14 +31,12 @@ import trio
 
 from lwc_trio.actors.explore import Explorer
 from lwc_trio.protocol import http_rules, session
-from lwc_trio.protocol.http_rules import BODY_LIMIT, Limits, Phase, Response
+from lwc_trio.protocol.http_rules import BODY_LIMIT, HEAD_LIMIT, Limits, Phase, Response
 
 log = logging.getLogger("lwc.http")
 
 MAX_RECV: Final = 2**16
 """Bytes read from a socket at once."""
-HEAD_LIMIT: Final = 16 * 1024
-"""Largest request head h11 buffers (`max_incomplete_event_size`); beyond it: 431."""
 PIPELINE_LIMIT: Final = BODY_LIMIT + HEAD_LIMIT
 """Bytes of further requests read (and held) while a tool call runs; beyond that the
 connection is not read until the call's answer is out."""
@@ -198,20 +196,36 @@ class HttpConnection:
     """The current request is a HEAD: its answer carries no body."""
     gone: bool = False
     """The client closed its side while a tool call ran."""
+    received: int = 0
+    """Bytes given to the parser since the current request began (what the previous one
+    left unread included): the head's size once h11 has parsed it (`_head_fits`)."""
 
     async def serve(self) -> None:
         parser = self.parser
         while True:
             event = await self._next_event()
-            if type(event) is not h11.Request or not await self._exchange(event):
+            if type(event) is not h11.Request:
+                return
+            if not await self._head_fits() or not await self._exchange(event):
                 return
             if parser.our_state is not h11.DONE or parser.their_state is not h11.DONE:
                 return
             parser.start_next_cycle()
             self.head_only = False
             self.peer.phase, self.peer.since = "idle", trio.current_time()
-            if parser.trailing_data[0]:
+            self.received = len(parser.trailing_data[0])
+            if self.received:
                 self.peer.first_byte()  # the next request has begun arriving already
+
+    async def _head_fits(self) -> bool:
+        """Whether the head just parsed is within `HEAD_LIMIT` bytes; else 431 and False.
+        h11 bounds only a head it is still waiting for, so a whole head in one read was
+        never measured: the bytes received less those h11 has not parsed yet are."""
+        refused = http_rules.check_head_size(self.received - len(self.parser.trailing_data[0]))
+        if refused is None:
+            return True
+        await self._send(refused)
+        return False
 
     async def _next_event(self) -> h11.Event | None:
         """The parser's next event, reading as needed; None when the connection is done
@@ -246,6 +260,7 @@ class HttpConnection:
             return False
         peer.first_byte()
         self.parser.receive_data(data)
+        self.received += len(data)
         return True
 
     async def _exchange(self, request: h11.Request) -> bool:
