@@ -83,20 +83,21 @@ def test_ranking_past_many_dead_documents_holds_the_gil_briefly(dead_at_the_top:
 
 
 def test_ranked_slices_are_the_full_sort_in_pieces() -> None:
-    """`VectorScores.ranked` and a `best` past `SORT_MAX` ties give Python's sort of
-    (−score, doc id), slice by slice."""
+    """`VectorScores.ranked` gives the documents of each rank window (in chunks of at most
+    the size asked, in no order), `best` past `SORT_MAX` ties Python's sort of (−score,
+    doc id); the small-store scores (`_DictScores`) give the same windows."""
     import numpy as np
 
     rng = np.random.default_rng(7)
     ids = np.unique(rng.integers(1, 10**6, size=20_000)).astype(np.int64)
     values = rng.integers(1, 50, size=len(ids)).astype(np.float64) / 7.0  # many ties
     scores = vector.VectorScores(ids, values, None)
+    small = search._DictScores(dict(zip(ids.tolist(), values.tolist(), strict=True)), None)
     expected = sorted(zip((-values).tolist(), ids.tolist(), strict=True))
     for start, stop in [(0, 0), (0, 1), (0, 16), (16, 80), (80, 2_000), (19_000, 30_000)]:
-        assert scores.ranked(start, stop) == expected[start:stop]
+        for ranked in (scores, small):
+            chunks = list(ranked.ranked(start, stop, 500))
+            assert all(0 < len(chunk) <= 500 for chunk in chunks)
+            assert sorted(item for chunk in chunks for item in chunk) == expected[start:stop]
     for n in (1, 32, vector.SORT_MAX + 1, len(ids), len(ids) + 5):
         assert scores.best(n) == expected[:n]
-    view = search._RankedView(scores)
-    assert len(view) == len(ids)
-    assert view[5:300] == expected[5:300]
-    assert view[7] == expected[7]

@@ -219,8 +219,10 @@ def _normalize(sql: str | None) -> str | None:
 SchemaRow = tuple[str, str, str, str | None]
 
 
-def _schema_rows(conn: sqlite3.Connection) -> set[SchemaRow]:
-    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+def _schema_rows(conn: sqlite3.Connection, limit: int = -1) -> set[SchemaRow]:
+    rows = conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master LIMIT ?", (limit,)
+    ).fetchall()
     result: set[SchemaRow] = set()
     for kind, name, table, sql in rows:
         if not all(isinstance(value, str) for value in (kind, name, table)):
@@ -314,8 +316,10 @@ def check_schema(conn: sqlite3.Connection) -> None:
     extra objects, a shadow table with a generated column): anything but the exact expected
     schema, every object's normalised SQL included, is `store_corrupt`.
     """
-    actual = _schema_rows(conn)
     expected = expected_schema()
+    # One row more than a Wiki has is enough to refuse: a hostile schema of millions of
+    # objects is never read whole.
+    actual = _schema_rows(conn, len(expected) + 1)
     if actual != expected:
         extra = sorted({row[1] for row in actual - expected})
         missing = sorted({row[1] for row in expected - actual})

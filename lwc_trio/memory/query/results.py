@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import attrs
 
 from lwc_trio.memory.format.schema import placeholders
-from lwc_trio.memory.format.slugs import order_provenance
+from lwc_trio.memory.format.slugs import PROVENANCE_ORDER, order_provenance
 from lwc_trio.memory.index.indexer import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.query.passages import Slot, allot, cost, outline, priors
 from lwc_trio.memory.query.passages import caps as page_caps
@@ -262,12 +262,16 @@ def _window(text: str, at: int) -> str:
 
 
 def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each Page's provenance, looked up by (Page, value) for the four values there are
+    (what `order_provenance` keeps): at most four rows a Page, whatever else a store holds
+    (5,000,000 junk rows on one Page cost seconds a call, issue 36)."""
     found: dict[str, set[str]] = {slug: set() for slug in slugs}
     if slugs:
         for slug, value in conn.execute(
             "SELECT page_slug, provenance FROM page_provenance "
-            f"WHERE page_slug IN ({placeholders(len(slugs))})",
-            list(slugs),
+            f"WHERE page_slug IN ({placeholders(len(slugs))}) "
+            f"AND provenance IN ({placeholders(len(PROVENANCE_ORDER))})",
+            [*slugs, *PROVENANCE_ORDER],
         ):
             found[slug].add(value)
     return {slug: tuple(order_provenance(values)) for slug, values in found.items()}

@@ -26,13 +26,13 @@ import operator
 import sqlite3
 import threading
 from array import array
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from types import ModuleType
-from typing import Protocol, TypeVar, overload
+from typing import Protocol, TypeVar
 
 import attrs
 
-from lwc_trio.exceptions import MemoryCancelled
+from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.format.postings import decode_postings, posting_count
 from lwc_trio.memory.format.schema import placeholders
 from lwc_trio.memory.format.typo_index import BoundIndex, WordIndex
@@ -68,6 +68,25 @@ __all__ = [
 ]
 
 CANDIDATE_FACTOR = 4
+POSTINGS_MAX = 8_000_000
+"""Postings one store may score for one query (its terms' segments, dead documents'
+postings included): eight times what the commonest term of the million-Page store SPEC §4
+names holds, and about what one core scores within the 5 s deadline. Past it the store
+answers `memory_timeout` at once, without reading them: every posting costs ~40 bytes while
+it is scored, and its decoding, scoring and selection are steps no deadline can stop
+midway, each growing with the postings (a cloned store's 1 GB blob would hold a thread
+and gigabytes for as long as it took)."""
+SEGMENTS_MAX = 64
+"""Segment rows read for one term: the writer keeps at most `indexer.MAX_SEGMENTS` (8)
+per term, so more is a damaged or hostile index (`store_corrupt`), never read whole (a
+term of 300,000 one-posting rows took seconds of a request, issue 36)."""
+FILL_IDS_MAX = 20_000
+"""Title-or-path doc ids (`search_segments.heads`) the title fill-up reads per store and
+request, shared out evenly among the query's words, each word's most similar stems first,
+each stem's lowest ids first: a store whose heads list millions of ids (issue 36: 6,000,000
+cost 2 GB a call) is read up to here, in bounded memory and time (the fill-up sorts what it
+read: 20,000 entries sort in a few milliseconds of the GIL), never beyond. A legitimate
+fill-up needs far fewer: it runs only when the query's own terms found too few documents."""
 # Inbound-link boost: 1 + LINK_BOOST * log2(1 + min(degree, LINK_CAP)); at most +20 %.
 LINK_BOOST, LINK_CAP = 0.05, 15
 
@@ -205,17 +224,55 @@ def _segment(blob: object) -> Segment:
     return decode_postings(blob, vectorized=_loaded_vector(posting_count(blob)) is not None)
 
 
-def load_postings(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[Segment]]:
-    """Each of `terms`' segments, in write order (dead documents' postings included)."""
+def load_postings(
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    cancelled: threading.Event | None = None,
+    held: int = 0,
+) -> dict[str, list[Segment]]:
+    """Each of `terms`' segments, in write order (dead documents' postings included),
+    `cancelled` checked before each one is decoded. Raises `StoreError` (`memory_timeout`)
+    without reading them when they hold more than `POSTINGS_MAX` postings with the `held`
+    ones the query has already."""
+    wanted = list(dict.fromkeys(terms))
+    _check_size(conn, wanted, held)
     found: dict[str, list[Segment]] = {}
-    for chunk in _chunks(list(dict.fromkeys(terms))):
+    for chunk in _chunks(wanted):
         for term, blob in conn.execute(
             "SELECT term, postings FROM search_segments "
             f"WHERE term IN ({placeholders(len(chunk))}) ORDER BY term, seg",
             chunk,
         ):
-            found.setdefault(str(term), []).append(_segment(blob))
+            segments = found.setdefault(str(term), [])
+            if len(segments) >= SEGMENTS_MAX:
+                raise _too_many_segments()
+            _check(cancelled)
+            segments.append(_segment(blob))
     return found
+
+
+def _check_size(conn: sqlite3.Connection, terms: Sequence[str], held: int) -> None:
+    """Refuse (`memory_timeout`) a query whose terms hold more than `POSTINGS_MAX` postings,
+    before any is read: counted from the blobs' lengths, which SQLite knows without
+    loading them (every posting takes at least 7 bytes, a blob 4 more)."""
+    most = held
+    for chunk in _chunks(terms):
+        rows, size = conn.execute(
+            "SELECT count(*), total(length(postings)) FROM search_segments "
+            f"WHERE term IN ({placeholders(len(chunk))})",
+            chunk,
+        ).fetchone()
+        most += max(int(size) - 4 * int(rows), 0) // 7
+    if most > POSTINGS_MAX:
+        raise StoreError(
+            "memory_timeout",
+            f"this query's terms hold up to {most:,} postings in the store, more than the "
+            f"{POSTINGS_MAX:,} one store may score within the memory deadline",
+        )
+
+
+def _too_many_segments() -> sqlite3.DatabaseError:
+    return sqlite3.DatabaseError(f"a term of the search index has over {SEGMENTS_MAX} segments")
 
 
 Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
@@ -273,12 +330,22 @@ def _denominators(tws: array[int], dls: array[int], k: float, kb: float) -> arra
     return array("d", [tw + k + kb * dl for tw, dl in zip(tws, dls, strict=True)])
 
 
-def prepare(postings: dict[str, list[Segment]], k: float, kb: float) -> dict[str, list[Prepared]]:
-    """Each segment with its denominators computed for `k`, `kb` (see `score_postings`)."""
-    return {
-        term: [(ids, tws, _denominators(tws, dls, k, kb), f) for ids, tws, dls, f in segments]
-        for term, segments in postings.items()
-    }
+def prepare(
+    postings: dict[str, list[Segment]],
+    k: float,
+    kb: float,
+    cancelled: threading.Event | None = None,
+) -> dict[str, list[Prepared]]:
+    """Each segment with its denominators computed for `k`, `kb` (see `score_postings`),
+    `cancelled` checked between segments."""
+    prepared: dict[str, list[Prepared]] = {}
+    for term, segments in postings.items():
+        ready: list[Prepared] = []
+        prepared[term] = ready
+        for ids, tws, dls, firsts in segments:
+            _check(cancelled)
+            ready.append((ids, tws, _denominators(tws, dls, k, kb), firsts))
+    return prepared
 
 
 def _scale(docs: int, length: int, ranking: Ranking) -> tuple[float, float]:
@@ -332,9 +399,10 @@ class Scores(Protocol):
         """`(−score, doc_id)` of the best `n`, best first, ties by doc id."""
         ...
 
-    def ranked(self, start: int, stop: int) -> list[tuple[float, int]]:
-        """`best(stop)[start:]`, in steps that stay short however many documents there
-        are (a full sort of a million tuples held the GIL for over a second)."""
+    def ranked(self, start: int, stop: int, chunk: int) -> Iterator[list[tuple[float, int]]]:
+        """`best(stop)[start:]` in no particular order, `chunk` at a time, in steps that
+        stay short however many documents there are (a full sort of a million tuples held
+        the GIL for over a second)."""
         ...
 
     def is_exact(self, doc_id: int) -> bool:
@@ -355,8 +423,10 @@ class _DictScores:
     def best(self, n: int) -> list[tuple[float, int]]:
         return best_first(self.scores, n)
 
-    def ranked(self, start: int, stop: int) -> list[tuple[float, int]]:
-        return best_first(self.scores, stop)[start:]
+    def ranked(self, start: int, stop: int, chunk: int) -> Iterator[list[tuple[float, int]]]:
+        window = best_first(self.scores, stop)[start:]
+        for at in range(0, len(window), chunk):
+            yield window[at : at + chunk]
 
     def is_exact(self, doc_id: int) -> bool:
         return self.exact_docs is None or doc_id in self.exact_docs
@@ -395,13 +465,19 @@ class _RevisionPostings:
         self.lock = threading.Lock()
 
     def get(
-        self, conn: sqlite3.Connection, terms: Sequence[str], k: float, kb: float
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        k: float,
+        kb: float,
+        cancelled: threading.Event | None = None,
     ) -> dict[str, list[Prepared]]:
         cached = self.terms
         found = {term: cached[term] for term in terms if term in cached}
         missing = [term for term in terms if term not in found]
         if missing:
-            loaded = prepare(load_postings(conn, missing), k, kb)
+            held = sum(len(seg[0]) for segments in found.values() for seg in segments)
+            loaded = prepare(load_postings(conn, missing, cancelled, held), k, kb, cancelled)
             found.update(loaded)
             with self.lock:
                 for term, segments in loaded.items():
@@ -423,12 +499,14 @@ def _prepared(
     terms: Sequence[str],
     k: float,
     kb: float,
+    cancelled: threading.Event | None = None,
 ) -> dict[str, list[Prepared]]:
     if not terms:
         return {}
     if cache_key is None:
-        return prepare(load_postings(conn, terms), k, kb)
-    return PREPARED.get_or_build((cache_key, k, kb), _RevisionPostings).get(conn, terms, k, kb)
+        return prepare(load_postings(conn, terms, cancelled), k, kb, cancelled)
+    kept = PREPARED.get_or_build((cache_key, k, kb), _RevisionPostings)
+    return kept.get(conn, terms, k, kb, cancelled)
 
 
 def best_first(scores: dict[int, float], n: int) -> list[tuple[float, int]]:
@@ -517,19 +595,23 @@ def _describe(
     return found
 
 
-def _summarized(conn: sqlite3.Connection, slugs: Sequence[str]) -> set[str]:
-    """Sources cited by the `kind=source` Pages among `slugs`."""
+def _summarized(conn: sqlite3.Connection, slugs: Sequence[str], sources: Sequence[str]) -> set[str]:
+    """Those of `sources` cited by the `kind=source` Pages among `slugs`: looked up by
+    (Page, Source) pair, so a Page citing millions of Sources costs no more than the
+    candidates do."""
     hidden: set[str] = set()
     for chunk in _chunks(list(slugs)):
-        hidden.update(
-            row[0]
-            for row in conn.execute(
-                "SELECT ps.source_id FROM page_sources AS ps JOIN pages AS p "
-                "ON p.slug = ps.page_slug WHERE p.kind = 'source' "
-                f"AND ps.page_slug IN ({placeholders(len(chunk))})",
-                chunk,
+        for cited in _chunks(list(sources)):
+            hidden.update(
+                row[0]
+                for row in conn.execute(
+                    "SELECT ps.source_id FROM page_sources AS ps JOIN pages AS p "
+                    "ON p.slug = ps.page_slug WHERE p.kind = 'source' "
+                    f"AND ps.page_slug IN ({placeholders(len(chunk))}) "
+                    f"AND ps.source_id IN ({placeholders(len(cited))})",
+                    [*chunk, *cited],
+                )
             )
-        )
     return hidden
 
 
@@ -554,18 +636,30 @@ _LINK_FACTORS = tuple(1.0 + LINK_BOOST * math.log2(1 + degree) for degree in ran
 _HIT_ORDER = operator.itemgetter(0, 1, 2)
 
 
-def _heads(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, list[array[int]]]:
-    """Each of `terms`' title-or-path doc ids, per segment."""
-    found: dict[str, list[array[int]]] = {}
-    for chunk in _chunks(list(dict.fromkeys(terms))):
-        for term, blob in conn.execute(
-            "SELECT term, heads FROM search_segments "
-            f"WHERE term IN ({placeholders(len(chunk))}) ORDER BY term, seg",
-            chunk,
-        ):
-            if not isinstance(blob, bytes):
-                raise sqlite3.DatabaseError("the search index holds invalid postings")
-            found.setdefault(str(term), []).append(unpack(blob))
+def _title_ids(
+    conn: sqlite3.Connection, stem: str, most: int, cancelled: threading.Event | None
+) -> list[array[int]]:
+    """The first `most` doc ids whose title or path holds `stem` (its `heads`, segment by
+    segment in doc-id order), read through incremental blob I/O: no more of a blob than
+    that is ever loaded, whatever its size."""
+    found: list[array[int]] = []
+    rows = conn.execute(
+        "SELECT rowid, typeof(heads), length(heads) FROM search_segments "
+        "WHERE term = ? ORDER BY seg LIMIT ?",
+        (stem, SEGMENTS_MAX + 1),
+    ).fetchall()
+    if len(rows) > SEGMENTS_MAX:
+        raise _too_many_segments()
+    for rowid, kind, size in rows:
+        if kind != "blob" or not isinstance(size, int) or size % 4:
+            raise sqlite3.DatabaseError("the search index holds invalid postings")
+        take = min(size // 4, most)
+        if take <= 0:
+            continue
+        _check(cancelled)
+        with conn.blobopen("search_segments", "heads", rowid, readonly=True) as blob:
+            found.append(unpack(blob.read(4 * take)))
+        most -= take
     return found
 
 
@@ -577,24 +671,32 @@ def _fill_up(
 ) -> list[tuple[float, int, float]]:
     """`(−total, doc_id, mean ratio)` of documents whose title or path fuzzily holds every
     query word (the summed best ratio per word reaches `TITLE_CUTOFF` on average), best
-    first."""
+    first. At most `FILL_IDS_MAX` title ids are read, shared out among the words."""
     wanted: list[dict[str, float]] = []
     for qt in query:
         _check(cancelled)
         best = best_by_stem(similar_words(vocab, qt.surface))
         best[qt.term] = 100.0
         wanted.append(best)
-    heads = _heads(conn, [stem for best in wanted for stem in best])
+    share = FILL_IDS_MAX // max(len(wanted), 1)
     totals: dict[int, float] = {}
     for best in wanted:
         per_word: dict[int, float] = {}
-        for stem, ratio in sorted(best.items()):
-            for segment in heads.get(stem, ()):
+        left = share
+        # The most similar stems first (the word's own term leads, at 100), so a word whose
+        # stems list more ids than its share keeps the best of them.
+        for stem, ratio in sorted(best.items(), key=lambda item: (-item[1], item[0])):
+            if left <= 0:
+                break
+            _check(cancelled)
+            for segment in _title_ids(conn, stem, left, cancelled):
+                left -= len(segment)
                 for doc_id in segment:
                     if ratio > per_word.get(doc_id, -1.0):
                         per_word[doc_id] = ratio
         for doc_id, ratio in per_word.items():
             totals[doc_id] = totals.get(doc_id, 0.0) + ratio
+    _check(cancelled)
     need = TITLE_CUTOFF * len(query) - 1e-9
     return sorted(
         (-total, doc_id, total / len(query)) for doc_id, total in totals.items() if total >= need
@@ -651,19 +753,19 @@ def search_store(
                     weighted[stem] = (weight, 0)
     _check(cancelled)
     terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
-    postings = _prepared(conn, cache_key, list(weighted), *_scale(docs, length, ranking))
+    postings = _prepared(conn, cache_key, list(weighted), *_scale(docs, length, ranking), cancelled)
     scores = score(postings, terms)
     _check(cancelled)
     # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
     # leave dead postings behind until their terms' segments are merged).
     want = CANDIDATE_FACTOR * limit
     ranked = scores.best(want)
-    scored, described = _live(conn, ranked, want, facts=facts)
+    scored, described = _live(conn, ranked, want, facts=facts, cancelled=cancelled)
     if len(scored) < want < len(scores):  # dead documents among the best: look further
-        scored, described = _live(conn, _RankedView(scores), want, facts=facts)
+        scored, described = _live_beyond(conn, scores, want, scored, described, facts, cancelled)
     pages = [info[1] for info in described.values() if info[0] == "page"]
-    has_sources = any(info[0] == "source" for info in described.values())
-    hidden = _summarized(conn, pages) if has_sources else set()
+    sources = [info[1] for info in described.values() if info[0] == "source"]
+    hidden = _summarized(conn, pages, sources) if sources else set()
     wants_generic = any(qt.term in GENERIC_TERMS for qt in query)
     degree_map = _degrees(degrees, pages, facts) if pages else {}
     # Candidates as plain tuples (rank, Pages first, identifier, doc id, doc type): only the
@@ -698,12 +800,13 @@ def search_store(
         vocab = vocab or vocabulary()
         seen = {doc_id for _neg, doc_id in scored}
         filling = _fill_up(conn, vocab, query, cancelled)
-        taken, more = _live(conn, filling, limit + len(seen), seen, facts)
+        taken, more = _live(conn, filling, limit + len(seen), seen, facts, cancelled)
         filled = [(doc_id, ratio) for _neg, doc_id, ratio in taken if doc_id not in seen]
-        if any(more[d][0] == "source" for d, _r in filled):
-            slugs = [h.identifier for h in hits if h.doc_type == "page"]
-            slugs += [more[d][1] for d, _r in filled if more[d][0] == "page"]
-            hidden |= _summarized(conn, slugs)
+        cited = [more[d][1] for d, _r in filled if more[d][0] == "source"]
+        if cited:
+            # The candidates' Pages (the hits' among them) and the filled ones.
+            slugs = [*pages, *(more[d][1] for d, _r in filled if more[d][0] == "page")]
+            hidden |= _summarized(conn, slugs, cited)
         extra: list[Hit] = []
         for doc_id, ratio in filled:
             doc_type, ident = more[doc_id][0], more[doc_id][1]
@@ -736,29 +839,43 @@ def _degrees(
     return answer
 
 
-class _RankedView(Sequence[tuple[float, int]]):
-    """Every scored document best first, as `_live` reads it (slices from the start, in
-    growing steps), each slice ranked when asked for (`Scores.ranked`)."""
+LIVE_CHUNK = 500
+"""Documents whose liveness one `search_docs` lookup checks while looking past dead ones."""
 
-    def __init__(self, scores: Scores) -> None:
-        self._scores = scores
 
-    def __len__(self) -> int:
-        return len(self._scores)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[float, int]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[float, int]]: ...
-
-    def __getitem__(self, index: int | slice) -> tuple[float, int] | list[tuple[float, int]]:
-        if isinstance(index, int):
-            return self._scores.ranked(index, index + 1)[0]
-        start, stop, step = index.indices(len(self))
-        if step != 1:
-            raise ValueError("ranked slices are contiguous")
-        return self._scores.ranked(start, stop)
+def _live_beyond(
+    conn: sqlite3.Connection,
+    scores: Scores,
+    want: int,
+    taken: list[tuple[float, int]],
+    described: dict[int, Description],
+    facts: _Facts | None,
+    cancelled: threading.Event | None,
+) -> tuple[list[tuple[float, int]], dict[int, Description]]:
+    """The best `want` documents still in `search_docs`, when the best `want` scored held
+    fewer (`taken`, `described`): the next ranks in windows four times as deep each
+    (`Scores.ranked`, in no order), looked up `LIVE_CHUNK` at a time, until `want` are
+    found; then only those found are sorted. Bounded by what was scored, and by
+    `cancelled` between lookups: a store whose best-scored documents are millions of dead
+    ones (rewritten Pages whose postings were not merged away yet) is read until its
+    deadline share ends, never past it."""
+    live = list(taken)
+    described = dict(described)
+    done = want
+    while len(live) < want and done < len(scores):
+        stop = min(len(scores), 4 * done)
+        for chunk in scores.ranked(done, stop, LIVE_CHUNK):
+            _check(cancelled)
+            found = _describe(conn, [doc_id for _neg, doc_id in chunk], facts)
+            for item in chunk:
+                if item[1] in found:
+                    live.append(item)
+                    described[item[1]] = found[item[1]]
+        done = stop
+    live.sort()
+    del live[want:]
+    kept = {doc_id for _neg, doc_id in live}
+    return live, {doc_id: info for doc_id, info in described.items() if doc_id in kept}
 
 
 def _live(
@@ -767,14 +884,19 @@ def _live(
     want: int,
     known: set[int] | None = None,
     facts: _Facts | None = None,
+    cancelled: threading.Event | None = None,
 ) -> tuple[list[_Ranked], dict[int, Description]]:
     """The first `want` of `ranked` (doc id second) still in `search_docs` (those in `known`
-    are, without a lookup) and the descriptions of the others taken."""
+    are, without a lookup) and the descriptions of the others taken. Bounded by what was
+    scored, and by `cancelled` between steps: a store whose best-scored documents are
+    millions of dead ones (rewritten Pages whose postings were not merged away yet) is read
+    until its deadline share ends, never past it."""
     known = known or set()
     taken: list[_Ranked] = []
     described: dict[int, Description] = {}
     start, step = 0, max(want, 16)
     while len(taken) < want and start < len(ranked):
+        _check(cancelled)
         chunk = ranked[start : start + step]
         start += step
         found = _describe(conn, [item[1] for item in chunk if item[1] not in known], facts)

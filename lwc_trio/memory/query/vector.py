@@ -15,7 +15,7 @@ not pay.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ rewritten many times, has high ids) the ids are first mapped to 0..n−1. At 100
 array's few passes a tenth of that."""
 
 SORT_MAX = 4_096
-"""Tuples `VectorScores.best` sorts in Python at most (a few ms); more are ranked by numpy."""
+"""Tuples `VectorScores.best` sorts in Python at most (a few ms); more are ordered by numpy."""
 
 Prepared = tuple["array[int]", "array[int]", "array[float]", "array[int]"]
 
@@ -109,7 +109,8 @@ class VectorScores:
         self.ids = ids  # ascending
         self.values = values
         self.exact = exact
-        self._order: npt.NDArray[np.intp] | None = None
+        self._last: tuple[int, npt.NDArray[np.bool_]] | None = None
+        """The last `_top` asked for: a walk's windows share their bounds."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -117,28 +118,50 @@ class VectorScores:
     def finite(self) -> bool:
         return bool(np.isfinite(self.values).all())
 
+    def _top(self, n: int) -> npt.NDArray[np.bool_]:
+        """Which documents are the best `n` by (−score, doc id), found without sorting them:
+        one partition finds the n-th best score, and of the documents tied at it the
+        lowest ids (the first in `ids`, which ascend) fill the rest. O(len) whatever the
+        ties (a store can make every score equal)."""
+        if self._last is not None and self._last[0] == n:
+            return self._last[1]
+        mask = self._select(n)
+        self._last = (n, mask)
+        return mask
+
+    def _select(self, n: int) -> npt.NDArray[np.bool_]:
+        values = self.values
+        if n >= len(values):
+            return np.ones(len(values), dtype=np.bool_)
+        if n <= 0:
+            return np.zeros(len(values), dtype=np.bool_)
+        cutoff = np.partition(values, len(values) - n)[len(values) - n]
+        keep: npt.NDArray[np.bool_] = values > cutoff
+        ties = np.flatnonzero(values == cutoff)[: n - int(np.count_nonzero(keep))]
+        keep[ties] = True
+        return keep
+
     def best(self, n: int) -> list[tuple[float, int]]:
         """`(−score, doc_id)` of the best `n`, best first, ties by doc id (`best_first`)."""
-        ids, values = self.ids, self.values
         if n <= 0:
             return []
-        if n < len(values):
-            # Every document scoring at least the n-th best score is a candidate.
-            cutoff = np.partition(values, len(values) - n)[len(values) - n]
-            keep = values >= cutoff
-            ids, values = ids[keep], values[keep]
-        if len(ids) > SORT_MAX:  # many ties at the cutoff, or n large: ranked by numpy
-            return self.ranked(0, n)
-        return sorted(zip((-values).tolist(), ids.tolist(), strict=True))[:n]
+        keep = self._top(n)
+        ids, values = self.ids[keep], self.values[keep]
+        if len(ids) > SORT_MAX:  # n large: ordered by numpy, n of them only
+            order = np.lexsort((ids, -values))
+            return list(zip((-values[order]).tolist(), ids[order].tolist(), strict=True))
+        return sorted(zip((-values).tolist(), ids.tolist(), strict=True))
 
-    def ranked(self, start: int, stop: int) -> list[tuple[float, int]]:
-        """`best(stop)[start:]`: every document ordered once by numpy (its sort lets other
-        threads run), then only the slice asked for turned into Python tuples."""
-        if self._order is None:
-            # By −score, then doc id: the order of Python's sort of (−score, doc id).
-            self._order = np.lexsort((self.ids, -self.values))
-        part = self._order[max(start, 0) : max(stop, 0)]
-        return list(zip((-self.values[part]).tolist(), self.ids[part].tolist(), strict=True))
+    def ranked(self, start: int, stop: int, chunk: int) -> Iterator[list[tuple[float, int]]]:
+        """`(−score, doc_id)` of the documents ranked `start` to `stop` (excluded), in no
+        particular order, `chunk` at a time: two partitions, no sort, and only a chunk
+        turned into Python tuples at once, so each step stays short however many
+        documents there are (a sort of millions held a thread for seconds)."""
+        before = self._top(start)
+        window = np.flatnonzero(self._top(stop) & ~before)
+        for at in range(0, len(window), chunk):
+            part = window[at : at + chunk]
+            yield list(zip((-self.values[part]).tolist(), self.ids[part].tolist(), strict=True))
 
     def is_exact(self, doc_id: int) -> bool:
         if self.exact is None:
