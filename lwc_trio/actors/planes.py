@@ -328,9 +328,10 @@ def check_memory_arguments(args: ExploreArgs) -> None:
 
 def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> MemoryQuery:
     """The memory plane's `MemoryQuery`, waiting for a writer's lock for `BUSY_SHARE` of
-    the memory deadline."""
+    the memory deadline, and sharing the deadline among its stores."""
     from lwc_trio.memory.query.engine import BUSY_SHARE, MemoryQuery
 
+    now = time.monotonic()
     return MemoryQuery(
         query=args.query,
         project_path=project,
@@ -340,7 +341,8 @@ def memory_query(args: ExploreArgs, project: Path, config: ServerConfig) -> Memo
         allowed_scopes=config.allowed_scopes,
         max_documents=args.maxDocuments,
         max_tokens=args.maxTokens,
-        busy_until=time.monotonic() + BUSY_SHARE * config.memory_timeout,
+        busy_until=now + BUSY_SHARE * config.memory_timeout,
+        deadline=now + config.memory_timeout,
     )
 
 

@@ -70,6 +70,12 @@ in time, naming the cause (SPEC §4)."""
 # the same window): a benign rename settles, a swapping attacker gets an error, never data.
 CHANGED_PAUSE_S = 0.002
 
+ANSWER_RESERVE = 0.1
+"""The share of the time a request has left when it starts that no store may use: the
+merge, the Pages' passages (`fit_pages`, bounded by `results.FOCUS_SCAN` characters a Page)
+and the way back to the event loop run in it, so an answer whose stores ran out of time
+still arrives before the plane's deadline."""
+
 # The typo index of each store revision, keyed by the store file and revision ((device,
 # inode), store_id, store_revision: one store reached by many paths is read once): what
 # per-term correction and the title fill-up read of `search_fuzzy` so far, group by group,
@@ -94,6 +100,9 @@ class MemoryQuery:
     busy_until: float | None = None
     """`time.monotonic()` until which a store a writer has locked is waited for, then
     `store_busy`; None: `BUSY_LIMIT_S` from the store's first open."""
+    deadline: float | None = None
+    """`time.monotonic()` at which the plane's deadline cancels this request: each store
+    gets its own share of the time until then (`query_stores`); None (the CLI): no shares."""
 
 
 @attrs.frozen
@@ -118,6 +127,44 @@ class StoreAnswer:
         if self.error is not None:
             item["error"] = {"code": self.error.code, "message": self.error.message}
         return item
+
+
+class Share(threading.Event):
+    """One store's share of the memory deadline, as the `cancelled` event its read checks:
+    set once the request is cancelled, or once `until` (`time.monotonic()`) has passed.
+
+    Whatever stops a read on the request's cancellation (SQLite's progress handler every
+    1,000 VM steps, the checks between Python steps, the waits for a writer's lock) stops
+    it at the share's end the same way, so a store that is merely slow costs its own
+    share, never another store's (SPEC §4). Nothing waits on a clock: the checks that were
+    there read it too."""
+
+    def __init__(self, request: threading.Event, until: float | None = None) -> None:
+        super().__init__()
+        self.request = request
+        self.until = until
+
+    def is_set(self) -> bool:
+        """The request is cancelled, this share was cancelled, or its time is up."""
+        return (
+            self.request.is_set()
+            or super().is_set()
+            or (self.until is not None and time.monotonic() >= self.until)
+        )
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until `is_set()` or for `timeout` seconds; returns `is_set()`."""
+        left = timeout
+        if self.until is not None:
+            rest = max(self.until - time.monotonic(), 0.0)
+            left = rest if left is None else min(left, rest)
+        if not self.is_set():
+            self.request.wait(left)
+        return self.is_set()
+
+    def ran_out(self) -> bool:
+        """This share is over while the request itself goes on."""
+        return self.is_set() and not self.request.is_set()
 
 
 def _check(cancelled: threading.Event) -> None:
@@ -320,6 +367,59 @@ def _read_one(
         return StoreAnswer(ref, info, _unexpected(exc))
 
 
+def _out_of_time(ref: StoreRef) -> StoreError:
+    return StoreError(
+        "memory_timeout",
+        f"the {ref.scope} store did not answer within its share of the memory deadline",
+    )
+
+
+def _close(reader: Reader) -> None:
+    """End `reader`'s read transaction and hand it back (closed when unusable)."""
+    reusable = not reader.broken
+    try:
+        if reader.conn.in_transaction:
+            reader.conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        reusable = False
+    finally:
+        checkin(reader, reusable=reusable)
+
+
+def _turn(
+    ref: StoreRef,
+    share: Share,
+    query: str,
+    parsed: tuple[Sequence[QueryTerm], str],
+    limit: int,
+    busy_until: float | None,
+) -> StoreAnswer:
+    """One store, opened and read within `share`: its answer, or its own error (its own
+    `memory_timeout` when the share runs out). Raises `MemoryCancelled` only when the
+    request itself is cancelled."""
+    try:
+        try:
+            opened = _open(ref, share, busy_until)
+        except StoreError as exc:
+            return StoreAnswer(ref, None, exc)
+        except MemoryCancelled:
+            raise
+        except Exception as exc:
+            return StoreAnswer(ref, None, _unexpected(exc))
+        try:
+            return _read_one(ref, opened, query, parsed, limit, share)
+        except MemoryCancelled:
+            if share.ran_out():
+                return StoreAnswer(ref, opened[1], _out_of_time(ref))
+            raise
+        finally:
+            _close(opened[0])
+    except MemoryCancelled:
+        if share.ran_out():
+            return StoreAnswer(ref, None, _out_of_time(ref))
+        raise
+
+
 def query_stores(
     refs: Sequence[StoreRef],
     query: str,
@@ -327,47 +427,39 @@ def query_stores(
     cancelled: threading.Event,
     parsed: tuple[list[QueryTerm], str] | None = None,
     busy_until: float | None = None,
+    deadline: float | None = None,
 ) -> list[StoreAnswer]:
     """Read every store in `refs` (project first), each in one read transaction.
+
+    With a `deadline` (`time.monotonic()`), each store gets its own share of the time left
+    (`ANSWER_RESERVE` of it kept for the answer): the time left divided by the stores not
+    read yet, so the first of two gets half and what it leaves passes on to the next (a
+    writer's lock is waited for `BUSY_SHARE` of a share at most). A store whose share runs
+    out answers its own `memory_timeout` and the next one is read. The same stores give the
+    same reads in the same order: only a store that runs out changes an answer.
 
     A project store with the global store's `store_id` is dropped (read once, as global).
     Raises `MemoryCancelled`; store failures of any kind are reported per store, never
     raised, so one store's anomaly never hides another store's results.
     """
     parsed = parsed or parse_query(query)
-    opened: dict[int, tuple[Reader, StoreInfo]] = {}
-    failed: dict[int, StoreError] = {}
-    try:
-        for i, ref in enumerate(refs):
-            try:
-                opened[i] = _open(ref, cancelled, busy_until)
-            except MemoryCancelled:
-                raise
-            except StoreError as exc:
-                failed[i] = exc
-            except Exception as exc:
-                failed[i] = _unexpected(exc)
-        ids = {ref.scope: opened[i][1].store_id for i, ref in enumerate(refs) if i in opened}
-        shared = "project" in ids and ids.get("project") == ids.get("global")
-        answers: list[StoreAnswer] = []
-        for i, ref in enumerate(refs):
-            if shared and ref.scope == "project":
-                continue
-            if i in failed:
-                answers.append(StoreAnswer(ref, None, failed[i]))
-            else:
-                answers.append(_read_one(ref, opened[i], query, parsed, limit, cancelled))
-        return answers
-    finally:
-        for reader, _info in opened.values():
-            reusable = not reader.broken
-            try:
-                if reader.conn.in_transaction:
-                    reader.conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                reusable = False
-            finally:
-                checkin(reader, reusable=reusable)
+    end = None
+    if deadline is not None:
+        now = time.monotonic()
+        end = deadline - ANSWER_RESERVE * max(deadline - now, 0.0)
+    answers: list[StoreAnswer] = []
+    for i, ref in enumerate(refs):
+        share, busy = Share(cancelled), busy_until
+        if end is not None:
+            now = time.monotonic()
+            share.until = now + max(end - now, 0.0) / (len(refs) - i)
+            mine = now + BUSY_SHARE * (share.until - now)
+            busy = mine if busy is None else min(busy, mine)
+        answers.append(_turn(ref, share, query, parsed, limit, busy))
+    ids = {a.ref.scope: a.info.store_id for a in answers if a.info is not None}
+    if "project" in ids and ids.get("project") == ids.get("global"):
+        answers = [a for a in answers if a.ref.scope != "project"]
+    return answers
 
 
 def merge_rows(answers: Sequence[StoreAnswer], limit: int) -> list[ResultRow]:
@@ -524,7 +616,9 @@ def explore_memory(q: MemoryQuery, *, cancelled: threading.Event) -> dict[str, A
                 },
                 "nextAction": _next_action(scope, q, "init", None),
             }
-        answers = query_stores(refs, q.query, q.max_documents, cancelled, parsed, q.busy_until)
+        answers = query_stores(
+            refs, q.query, q.max_documents, cancelled, parsed, q.busy_until, q.deadline
+        )
     if any(answer.error is None for answer in answers):
         return _ready(answers, q, parsed[0])
     first = answers[0]
