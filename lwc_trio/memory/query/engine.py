@@ -70,7 +70,7 @@ in time, naming the cause (SPEC §4)."""
 # the same window): a benign rename settles, a swapping attacker gets an error, never data.
 CHANGED_PAUSE_S = 0.002
 
-ANSWER_RESERVE = 0.1
+ANSWER_RESERVE = 0.15
 """The share of the time a request has left when it starts that no store may use: the
 merge, the Pages' passages (`fit_pages`, bounded by `results.FOCUS_SCAN` characters a Page)
 and the way back to the event loop run in it, so an answer whose stores ran out of time
