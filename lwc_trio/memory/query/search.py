@@ -433,19 +433,19 @@ class _DictScores:
 
 
 def score(
-    prepared: dict[str, list[Prepared]], weighted: Sequence[tuple[str, float, int]]
+    prepared: dict[str, list[Prepared]],
+    weighted: Sequence[tuple[str, float, int]],
+    cancelled: threading.Event | None = None,
 ) -> Scores:
     """`score_prepared`, by numpy (`vector.py`) when the query has `VECTOR_MIN` postings or
-    more: the same scores, bit for bit."""
-    segments = [
-        (w, exact, segment) for term, w, exact in weighted for segment in prepared.get(term, ())
-    ]
-    postings = sum(len(segment[0]) for _w, _e, segment in segments)
-    vector = _vector(postings) if segments else None
+    more: the same scores, bit for bit, `cancelled` checked between its steps."""
+    terms = [(w, exact, prepared[term]) for term, w, exact in weighted if prepared.get(term)]
+    postings = sum(len(segment[0]) for _w, _e, segments in terms for segment in segments)
+    vector = _vector(postings) if terms else None
     if vector is None:
         return _DictScores(*score_prepared(prepared, weighted))
     corrected = any(not exact for _t, _w, exact in weighted)
-    scores: Scores = vector.score(segments, postings, corrected)
+    scores: Scores = vector.score(terms, postings, corrected, lambda: _check(cancelled))
     if not vector.VectorScores.finite(scores):
         raise sqlite3.DatabaseError("the search index holds invalid counts")
     return scores
@@ -754,7 +754,7 @@ def search_store(
     _check(cancelled)
     terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
     postings = _prepared(conn, cache_key, list(weighted), *_scale(docs, length, ranking), cancelled)
-    scores = score(postings, terms)
+    scores = score(postings, terms, cancelled)
     _check(cancelled)
     # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
     # leave dead postings behind until their terms' segments are merged).

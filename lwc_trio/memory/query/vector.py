@@ -1,10 +1,10 @@
 """BM25F scoring over whole posting segments with numpy (`search.py` imports it lazily).
 
-The same arithmetic as `search.score_prepared`, a few numpy operations over all the query's
-postings instead of one Python step per posting: each document's score is the sum of its
-terms' parts weight × tf / denominator, added in the order of the terms given, every part
-and sum an IEEE double. Element-wise numpy operations are correctly rounded like Python's
-floats and `np.bincount` adds in input order, so every score is bit for bit the one the
+The same arithmetic as `search.score_prepared`, a few numpy operations per segment instead
+of one Python step per posting: each document's score is the sum of its terms' parts
+weight × tf / denominator, added in the order of the terms given, every part and sum an
+IEEE double. Element-wise numpy operations are correctly rounded like Python's floats and a
+document is added to at most once per step, so every score is bit for bit the one the
 Python loop computes.
 
 Imported only for queries with many postings (`search.VECTOR_MIN`): numpy costs about
@@ -15,7 +15,7 @@ not pay.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -170,45 +170,59 @@ class VectorScores:
         return i < len(self.ids) and int(self.ids[i]) == doc_id and bool(self.exact[i])
 
 
-def score(
-    segments: Sequence[tuple[float, int, Prepared]], postings: int, corrected: bool
-) -> VectorScores:
-    """BM25F over `(weight, exact, segment)` in term order; `postings` is their total
-    length, `corrected` whether any term is a correction (else every match is exact).
+SLICE = 1 << 20
+"""Postings scored in one step: the steps between which `score` checks the request's
+cancellation (a few milliseconds each)."""
 
-    All segments are scored at once: their postings concatenated in term order, each part
-    (w × tf) / den as the Python loop groups it, and `np.bincount` adding each document's
-    parts one after another in that order, so every sum is the loop's, bit for bit."""
-    top = max(int(seg[0][-1]) for _w, _e, seg in segments if len(seg[0])) + 1
-    lengths = [len(seg[0]) for _w, _e, seg in segments]
-    # Joined as bytes (one C call per column; numpy's concatenate of many small arrays
-    # costs several times more), then viewed: the same int32 and float64 values.
-    ids = np.frombuffer(b"".join([seg[0] for _w, _e, seg in segments]), dtype=np.int32)
-    tws = np.frombuffer(b"".join([seg[1] for _w, _e, seg in segments]), dtype=np.int32)
-    dens = np.frombuffer(b"".join([seg[2] for _w, _e, seg in segments]), dtype=np.float64)
-    weights = np.repeat(np.array([w for w, _e, _s in segments], dtype=np.float64), lengths)
-    parts = weights * tws / dens
+
+def score(
+    terms: Sequence[tuple[float, int, Sequence[Prepared]]],
+    postings: int,
+    corrected: bool,
+    check: Callable[[], None] = lambda: None,
+) -> VectorScores:
+    """BM25F over `(weight, exact, segments)` per query term, in term order; `postings` is
+    their total length, `corrected` whether any term is a correction (else every match is
+    exact); `check()` runs between steps (it raises to stop).
+
+    Segment after segment in term order, `SLICE` postings at a time, each part (w × tf) / den
+    as the Python loop groups it is added to its document's score: a document appears at
+    most once in a segment (its ids ascend, checked when it was decoded), so each addition
+    is one step of the loop's own sum, in its order, and every score is the loop's, bit for
+    bit."""
+    top = max(int(seg[0][-1]) for _w, _e, segs in terms for seg in segs if len(seg[0])) + 1
     universe: npt.NDArray[np.int64] | None = None
-    index: npt.NDArray[np.integer[Any]] = ids
     size = top
     if top > max(4 * postings, DENSE_SLACK):
         # The distinct ids, ascending (`np.unique`, whose hashing took 2–3 times as long).
-        ordered = np.sort(ids.astype(np.int64))
+        every = np.frombuffer(
+            b"".join([seg[0] for _w, _e, segs in terms for seg in segs]), dtype=np.int32
+        )
+        ordered = np.sort(every.astype(np.int64))
         first = np.empty(len(ordered), dtype=np.bool_)
         first[:1] = True
         np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
         universe = ordered[first]
         size = len(universe)
-        index = np.searchsorted(universe, ids)
-    # Weighted, so float64 already (the stubs say intp): astype copies nothing.
-    values = np.bincount(index, weights=parts, minlength=size).astype(np.float64, copy=False)
+    values = np.zeros(size, dtype=np.float64)
     touched = np.zeros(size, dtype=np.bool_)
-    touched[index] = True
-    exact = None
-    if corrected:
-        exact = np.zeros(size, dtype=np.bool_)
-        flags = np.repeat(np.array([bool(e) for _w, e, _s in segments]), lengths)
-        exact[index[flags]] = True
+    exact = np.zeros(size, dtype=np.bool_) if corrected else None
+    for w, is_exact, segs in terms:
+        for seg in segs:
+            ids = np.frombuffer(seg[0], dtype=np.int32)
+            tws = np.frombuffer(seg[1], dtype=np.int32)
+            dens = np.frombuffer(seg[2], dtype=np.float64)
+            for at in range(0, len(ids), SLICE):
+                check()
+                end = at + SLICE
+                index: npt.NDArray[np.integer[Any]] = ids[at:end]
+                if universe is not None:
+                    index = np.searchsorted(universe, index)
+                values[index] += w * tws[at:end] / dens[at:end]
+                touched[index] = True
+                if exact is not None and is_exact:
+                    exact[index] = True
+    check()
     where = np.flatnonzero(touched)
     found = where if universe is None else universe[where]
     return VectorScores(
