@@ -64,7 +64,9 @@ Measure = Callable[[str], int]
 """A text's size: additive over concatenation (`len`, `units.cost`)."""
 
 _HEADER = re.compile(r"\*\*`([^`\n]+)`\*\*")
-_SOURCE = re.compile(r"\d+\t")
+# Not preceded by a digit: a search (not only a match at a line's start) then tries each
+# run of digits once, in linear time (issue 36: every pattern meeting file text is linear).
+_SOURCE = re.compile(r"(?<!\d)\d+\t")
 _MORE = re.compile(r"- \.\.\. and (\d{1,9}) more")
 _HEADING = re.compile(r"\*\*[^*\n]+\*\*")
 
