@@ -136,8 +136,8 @@ class Share(threading.Event):
     Whatever stops a read on the request's cancellation (SQLite's progress handler every
     1,000 VM steps, the checks between Python steps, the waits for a writer's lock) stops
     it at the share's end the same way, so a store that is merely slow costs its own
-    share, never another store's (SPEC §4). Nothing waits on a clock: the checks that were
-    there read it too."""
+    share, never another store's (SPEC §4). No thread polls a clock for it: the checks
+    already there read one as well as the flag."""
 
     def __init__(self, request: threading.Event, until: float | None = None) -> None:
         super().__init__()
