@@ -25,7 +25,9 @@ starts:
   (`actors/planes.py`): the request waits `LATE_MARGIN` (50 ms) past its plane's deadline
   for the worker's own timeout answer before concluding the worker is stuck; a memory
   search waits for a writer's lock until `BUSY_SHARE` (80 %) of `memory_timeout`, then
-  answers `store_busy` (`memory_query`); the code plane kills a call that has been in
+  answers `store_busy` (`memory_query`), and gives each store its own share of the memory
+  deadline (`engine.query_stores`: a store that runs out answers its own `memory_timeout`
+  while the others answer); the code plane kills a call that has been in
   flight for `code_timeout` (`CodePlaneConfig.call_timeout`).
 """
 
