@@ -176,6 +176,9 @@ def test_the_source_scan_finds_inline_and_run_time_patterns() -> None:
     assert len(calls.problems) == 1
 
 
+# Timed in thread CPU: alone (the serial pass), as three workers on two cores once made a
+# linear pattern's quarter-length run look 8× cheaper than the full one.
+@pytest.mark.serial
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_is_linear_on_long_adversarial_lines(name: str) -> None:
     """The pattern's cost grows linearly with the length of lines made of its own
