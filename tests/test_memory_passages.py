@@ -529,3 +529,19 @@ def test_a_stem_keeps_all_but_the_last_characters_of_its_word() -> None:
     for word, stem in zip(words, stem_words(words), strict=True):
         keep = max(len(stem) - passages_module.STEM_TAIL, 0)
         assert word.startswith(stem[:keep]), (word, stem)
+
+
+def test_a_huge_heading_still_lets_its_section_come() -> None:
+    """A heading line of 60,000 characters (a hostile or broken Page) is cut in the passage's
+    path: the section under it still comes, its path bounded."""
+    body = (
+        "# Title\n\n## "
+        + "long " * 12_000
+        + "end\n\n"
+        + "The janitor prunes snapshots after 45 days. " * 20
+        + "\n\n## Other\n\n"
+        + FILLER * 6
+    )
+    text = str(_fit(body, "janitor prunes snapshots", 2_000, title="Title")["body"])
+    assert "The janitor prunes snapshots after 45 days." in text
+    assert all(len(line) <= 110 for line in text.splitlines() if line.startswith("§ "))

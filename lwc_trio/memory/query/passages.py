@@ -86,6 +86,8 @@ HEADING_WEIGHT = 2
 """A unit's heading path counts this many times in its score: a heading names what its section
 is about, as a title does a Page (the search weighs titles 8 to a body's 1)."""
 PATH_DEPTH = 3
+PATH_ITEM_MAX = 100
+"""Characters of one heading in a passage's path at most."""
 """Headings in a passage's path at most: its section's and two ancestors (SPEC §4)."""
 
 
@@ -205,10 +207,14 @@ def _title_key(text: str) -> str:
 
 def short_path(path: Sequence[str], title: str) -> tuple[str, ...]:
     """The heading path a passage is introduced by: without the Page's own title (its
-    entry carries it), the last `PATH_DEPTH` headings."""
+    entry carries it), the last `PATH_DEPTH` headings, each cut to `PATH_ITEM_MAX`
+    characters (a heading line of 60,000 characters still leaves room for its text)."""
     key = _title_key(title)
     kept = [head for head in path if _title_key(head) != key]
-    return tuple(kept[-PATH_DEPTH:])
+    return tuple(
+        head if len(head) <= PATH_ITEM_MAX else head[: PATH_ITEM_MAX - 1].rstrip() + "…"
+        for head in kept[-PATH_DEPTH:]
+    )
 
 
 def outline(body: str, title: str = "", room: int = OUTLINE_UNITS) -> list[str]:
