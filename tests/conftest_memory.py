@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.memory.index.inputs import PageInput, SourceInput, decode_source
+from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryQuery, explore_memory, merge_rows, query_stores
 from lwc_trio.memory.storage.discovery import find_project_store
 from lwc_trio.memory.storage.store import create_store

@@ -15,7 +15,7 @@ import numpy as np
 from conftest_memory import new_store, page, put_pages
 
 from lwc_trio.memory.format.postings import encode_batch, encode_postings
-from lwc_trio.memory.index.indexer import pack
+from lwc_trio.memory.format.segments import pack
 
 SLUG = "zebra-note"
 

@@ -23,7 +23,8 @@ from benchmarks.lwc_store import (
 )
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.lwc_import import lwc_store_version
-from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source, source_id
+from lwc_trio.memory.index.inputs import PageInput, SourceInput, decode_source, source_id
+from lwc_trio.memory.index.writer import Wiki
 
 BODY_A = "Alpha links to [[beta]] and [[ghost-page]].\n"
 

@@ -11,13 +11,6 @@ from conftest_memory import new_store, page, put_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.index.indexer import (
-    SNIPPET_SCAN,
-    _ascii_bodies,
-    _ascii_body,
-    _first_offsets_spans,
-    ascii_words,
-)
 from lwc_trio.memory.query.results import (
     _ELLIPSIS,
     LINKS_READ,
@@ -28,6 +21,11 @@ from lwc_trio.memory.query.results import (
     make_snippet,
     query_pattern,
 )
+from lwc_trio.memory.text.ascii import ascii_body as _ascii_body
+from lwc_trio.memory.text.ascii import ascii_words
+from lwc_trio.memory.text.bodies import ascii_bodies as _ascii_bodies
+from lwc_trio.memory.text.fields import SNIPPET_SCAN
+from lwc_trio.memory.text.fields import first_offsets as _first_offsets_spans
 from lwc_trio.memory.text.tokenize import plain_words, stem_words
 from lwc_trio.memory.text.tokenize import token_spans as _token_spans
 

@@ -21,7 +21,8 @@ from conftest_memory import (
     search_rows,
 )
 
-from lwc_trio.memory.index.writer import PageInput, Wiki
+from lwc_trio.memory.index.inputs import PageInput
+from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryCancelled
 from lwc_trio.memory.query.fuzzy import build_vocabulary
 from lwc_trio.memory.query.passages import ELISION

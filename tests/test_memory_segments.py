@@ -25,16 +25,14 @@ from lwc_trio.memory.format.postings import (
     encode_postings,
     posting_count,
 )
-from lwc_trio.memory.index.indexer import (
-    MAX_SEGMENTS,
-    SNIPPET_SCAN,
-    IndexBuffer,
-    index_page,
-    unindex_doc,
-)
-from lwc_trio.memory.index.writer import PageInput, Wiki
+from lwc_trio.memory.format.segments import MAX_SEGMENTS
+from lwc_trio.memory.index.buffer import IndexBuffer
+from lwc_trio.memory.index.indexing import index_page, unindex_doc
+from lwc_trio.memory.index.inputs import PageInput
+from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query import search, vector
 from lwc_trio.memory.query.search import best_first
+from lwc_trio.memory.text.fields import SNIPPET_SCAN
 
 WORDS = [
     "alpha",
@@ -167,7 +165,7 @@ def test_a_merge_takes_the_newest_segments_up_to_a_larger_one(sizes: list[int], 
     """A segment's size is the span of doc ids up to the next one (the newest: up to the
     write's next id)."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.index.indexer import _merge_firsts
+    from lwc_trio.memory.index.merge import merge_firsts as _merge_firsts
 
     assert MAX_SEGMENTS == 8  # the cases are written for it
     segs = [1 + sum(sizes[:at]) for at in range(len(sizes))]
@@ -190,7 +188,7 @@ def test_a_merge_picks_each_terms_segments_as_if_alone() -> None:
     to thousands, 1 to 12 rows, the newest one reaching past the write's next id or not):
     each term's segments are picked as its own alone."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.index.indexer import _merge_firsts
+    from lwc_trio.memory.index.merge import merge_firsts as _merge_firsts
 
     rng = random.Random(31)
     for _round in range(200):
@@ -462,10 +460,10 @@ def test_the_numpy_flush_writes_the_plain_flushs_index(
     postings with numpy or in plain Python: words sharing a stem, terms only in a title,
     non-ASCII and longer-than-the-snippet-scan bodies, blank bodies, Pages rewritten within
     their batch and in a later one, and a removed one."""
-    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index import buffer
 
     rng = random.Random(4)
-    long_body = " ".join(rng.choice(WORDS) for _ in range(indexer.SNIPPET_SCAN // 4))
+    long_body = " ".join(rng.choice(WORDS) for _ in range(SNIPPET_SCAN // 4))
     batches = [
         [
             page("a", "Caching Notes", "cache caching cached cache", summary="zebra"),
@@ -478,7 +476,7 @@ def test_the_numpy_flush_writes_the_plain_flushs_index(
     ]
     stores = []
     for vector_min in (0, 10**9):
-        monkeypatch.setattr(indexer, "VECTOR_POSTINGS", vector_min)
+        monkeypatch.setattr(buffer, "VECTOR_POSTINGS", vector_min)
         db = new_store(tmp_path / f"v{vector_min}")
         with Wiki(db) as wiki:
             wiki.put_pages(batches[0])
@@ -496,7 +494,7 @@ def test_merges_with_numpy_write_the_plain_merges_rows(
     """A bulk write's merge (numpy, every crowded term at once, a chunk of rows at a time)
     writes the rows the term-by-term merge writes: postings of rewritten and removed Pages
     dropped, heads kept in order, terms left with no live document emptied."""
-    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index import buffer, merge
 
     rng = random.Random(12)
     rounds: list[list[PageInput]] = []
@@ -509,9 +507,10 @@ def test_merges_with_numpy_write_the_plain_merges_rows(
         batch.append(page(f"once{round_no}", "Heron", f"heron{round_no % 3} egret"))
         rounds.append(list({p.slug: p for p in batch}.values()))  # one write a slug
     stores = []
-    for vector_min, chunk in ((10**9, indexer.MERGE_CHUNK), (0, indexer.MERGE_CHUNK), (0, 1)):
-        monkeypatch.setattr(indexer, "VECTOR_POSTINGS", vector_min)
-        monkeypatch.setattr(indexer, "MERGE_CHUNK", chunk)
+    for vector_min, chunk in ((10**9, merge.MERGE_CHUNK), (0, merge.MERGE_CHUNK), (0, 1)):
+        monkeypatch.setattr(buffer, "VECTOR_POSTINGS", vector_min)
+        monkeypatch.setattr(merge, "VECTOR_POSTINGS", vector_min)
+        monkeypatch.setattr(merge, "MERGE_CHUNK", chunk)
         db = new_store(tmp_path / f"v{vector_min}-{chunk}")
         with Wiki(db) as wiki:
             for round_no, batch in enumerate(rounds):
@@ -600,7 +599,7 @@ def test_a_batch_whose_postings_come_in_several_parts_writes_the_in_process_inde
     """The analysis process sends a batch's postings encoded in parts of about
     `ENCODE_CHUNK` postings, each written as it comes: a batch of more postings than that
     writes the rows the in-process analysis writes."""
-    from lwc_trio.memory.index import indexer, writer
+    from lwc_trio.memory.index import grouping, writer
 
     rng = random.Random(7)
     pages = [
@@ -617,7 +616,7 @@ def test_a_batch_whose_postings_come_in_several_parts_writes_the_in_process_inde
     assert stores[0] == stores[1]
     assert len(stores[0]["search_segments"]) > 5000
     postings = sum(posting_count(row[2]) for row in stores[0]["search_segments"])
-    assert postings > 2 * indexer.ENCODE_CHUNK
+    assert postings > 2 * grouping.ENCODE_CHUNK
 
 
 def _pages_and_docs(db: Path) -> tuple[int, int]:
@@ -699,7 +698,7 @@ def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reaso
     batch's words: the batch fails with `internal_error` naming the reason and is rolled
     back, the first one stays."""
     from lwc_trio.memory.index import analysis
-    from lwc_trio.memory.index.indexer import Placed
+    from lwc_trio.memory.index.parts import Placed
 
     real_place = analysis.AnalysisWorker.place
     calls: list[int] = []
@@ -722,7 +721,7 @@ def test_an_analysis_process_whose_encoding_fails_fails_the_batch_with_its_reaso
 def test_a_merge_tells_live_documents_apart_however_sparse_their_ids(ids: list[int]) -> None:
     """Which posting ids are live: a table of the id range when the ids are dense, a binary
     search when they are sparse (a store may hold any id): the same answer."""
-    from lwc_trio.memory.index.indexer import _LiveDocs
+    from lwc_trio.memory.index.merge import LiveDocs as _LiveDocs
 
     np = pytest.importorskip("numpy")
     conn = sqlite3.connect(":memory:")
@@ -804,9 +803,9 @@ def test_postings_grouped_a_range_of_terms_at_a_time_equal_a_plain_grouping(
     its groups, every range joined, are a plain grouping by (term, document) of the same
     postings, counts summed and the earliest first offset kept (−1: none)."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index import grouping
 
-    monkeypatch.setattr(indexer, "GROUP_BUCKET", bucket)
+    monkeypatch.setattr(grouping, "GROUP_BUCKET", bucket)
     rng = random.Random(term_count + bucket)
     terms = [f"t{i:06d}" for i in range(term_count)]
     per_doc: list[int] = []
@@ -832,10 +831,10 @@ def test_postings_grouped_a_range_of_terms_at_a_time_equal_a_plain_grouping(
                 entry[1] = firsts[i]
         at += count
     columns = (array("i", kids), array("i", tws), array("i", firsts))
-    ranked = indexer.rank_postings(numbers, key_terms, columns, array("i", per_doc))
+    ranked = grouping.rank_postings(numbers, key_terms, columns, array("i", per_doc))
     got: list[tuple[tuple[int, int], list[int]]] = []
     ranges = 0
-    for grouped in indexer.group_postings(ranked):
+    for grouped in grouping.group_postings(ranked):
         ranges += 1
         first = terms.index(grouped.terms[0])
         assert grouped.terms == terms[first : first + len(grouped.terms)]
@@ -883,15 +882,12 @@ def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process
     blobs are those the in-process analysis of the same Pages gives, whichever process took
     which chunk, whichever Pages are left out and however many parts they come in."""
     pytest.importorskip("numpy")
-    from lwc_trio.memory.index import indexer
-    from lwc_trio.memory.index.indexer import (
-        BatchAnalyzer,
-        HeldPostings,
-        _analyze,
-        held,
-        snippet_text,
-        without_postings,
-    )
+    from lwc_trio.memory.index import grouping
+    from lwc_trio.memory.index.chunks import BatchAnalyzer
+    from lwc_trio.memory.index.document import analyze as _analyze
+    from lwc_trio.memory.index.held import HeldPostings
+    from lwc_trio.memory.index.parts import held, without_postings
+    from lwc_trio.memory.text.fields import snippet_text
 
     rng = random.Random(len(owners) * 7 + len(written))
     texts: list[tuple[str, str, str | None, str]] = [
@@ -939,7 +935,7 @@ def test_postings_grouped_by_the_analysis_process_equal_those_grouped_in_process
     split.add_part(kept.group())
 
     expected = _joined(in_process)
-    monkeypatch.setattr(indexer, "ENCODE_CHUNK", encode_chunk)
+    monkeypatch.setattr(grouping, "ENCODE_CHUNK", encode_chunk)
     assert _joined(split) == expected
     assert expected[0]
     assert not kept.chunks
@@ -955,8 +951,10 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
     checks the bytes: words sharing a hash (forced here: four hash values for all) are
     numbered by their strings, and the batch's index is the one distinct hashes give."""
     np = pytest.importorskip("numpy")
-    from lwc_trio.memory.index import indexer
-    from lwc_trio.memory.index.indexer import BatchAnalyzer, HeldPostings, held
+    from lwc_trio.memory.index import chunks
+    from lwc_trio.memory.index.chunks import BatchAnalyzer
+    from lwc_trio.memory.index.held import HeldPostings
+    from lwc_trio.memory.index.parts import held
 
     rng = random.Random(8)
     vocabulary = [*WORDS, "databases", "database", "abcdefghijklmnopq", "abcdefghijklmnopqrs"]
@@ -978,7 +976,7 @@ def test_words_whose_hashes_collide_are_numbered_by_their_strings(
         return _joined(buffer), buffer.words
 
     expected = analyzed_batch()
-    monkeypatch.setattr(indexer, "_hashed", lambda halves: halves[0] & np.uint64(3))
+    monkeypatch.setattr(chunks, "hashed", lambda halves: halves[0] & np.uint64(3))
     assert analyzed_batch() == expected
     assert expected[0][0]
 
@@ -990,9 +988,10 @@ def test_a_merge_refuses_a_segment_that_is_not_a_blob(
 ) -> None:
     """A cloned store's segment row holding text where a blob belongs: the write whose
     merge reads it fails (its batch rolled back) instead of writing it back."""
-    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index import buffer, merge
 
-    monkeypatch.setattr(indexer, "VECTOR_POSTINGS", vector_min)
+    monkeypatch.setattr(buffer, "VECTOR_POSTINGS", vector_min)
+    monkeypatch.setattr(merge, "VECTOR_POSTINGS", vector_min)
     db = new_store(tmp_path)
     with Wiki(db) as wiki:
         wiki.put_pages([page("first", "Zebra", "zebra quartz")])

@@ -15,14 +15,14 @@ from conftest_memory import add_source, ask, new_project, new_store, page, put_p
 
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.format import schema
+from lwc_trio.memory.index import migrations
+from lwc_trio.memory.index.migrations import open_writer
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query import engine
-from lwc_trio.memory.storage import store
 from lwc_trio.memory.storage.store import (
     Interrupted,
     create_store,
     open_reader,
-    open_writer,
     translate_error,
     write_transaction,
 )
@@ -158,7 +158,9 @@ def test_writer_applies_migrations(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     _project, db, _home = new_project(tmp_path)
     tamper(db, "UPDATE meta SET value = '1' WHERE key = 'format_version'")
     noop = ("UPDATE meta SET value = value WHERE 0",)
-    monkeypatch.setattr(store, "MIGRATIONS", dict.fromkeys(range(1, schema.FORMAT_VERSION), noop))
+    monkeypatch.setattr(
+        migrations, "MIGRATIONS", dict.fromkeys(range(1, schema.FORMAT_VERSION), noop)
+    )
     open_writer(db).close()
     assert meta(db)["format_version"] == str(schema.FORMAT_VERSION)
     assert meta(db)["store_revision"] == "1"

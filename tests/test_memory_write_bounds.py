@@ -26,7 +26,8 @@ from conftest_memory import (
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import read_source_inputs
 from lwc_trio.memory.index import writer
-from lwc_trio.memory.index.writer import MAX_PAGE_LINKS, MAX_TEXT_BYTES, Wiki
+from lwc_trio.memory.index.inputs import MAX_PAGE_LINKS, MAX_TEXT_BYTES
+from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.storage.store import STORE_PATH_MAX
 
 

@@ -25,7 +25,8 @@ from typing import Any
 from benchmarks.fixtures import logger, scratch
 from benchmarks.stats import median, ms
 from benchmarks.table import emit, machine, machine_line, markdown_table
-from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, decode_source
+from lwc_trio.memory.index.inputs import PageInput, SourceInput, decode_source
+from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.storage.store import create_store
 
 RUNS = 5

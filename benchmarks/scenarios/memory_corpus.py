@@ -7,7 +7,7 @@ import math
 import random
 from collections import Counter
 
-from lwc_trio.memory.index.writer import PageInput
+from lwc_trio.memory.index.inputs import PageInput
 from lwc_trio.memory.text.tokenize import STOP_WORDS
 
 # Zipf ranks 1..~60 are English function words, as in real text: most of them are on the

@@ -61,7 +61,8 @@ from typing import Any
 
 import attrs
 
-from lwc_trio.memory.index.writer import PageInput, Wiki
+from lwc_trio.memory.index.inputs import PageInput
+from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryQuery, explore_memory, query_stores
 from lwc_trio.memory.query.fuzzy import build_vocabulary
 from lwc_trio.memory.query.search import DEFAULT_RANKING, Ranking, search_store
@@ -421,7 +422,7 @@ def tune(docs: list[Doc], queries: list[str], qrels: dict[int, dict[int, int]], 
             scores.append(metrics([int(h.identifier[1:]) for h in hits], qrels.get(qn, {}))["ndcg"])
         return statistics.fmean(scores)
 
-    # The field weights are part of the index (indexer.FIELD_WEIGHTS): they were tuned with
+    # The field weights are part of the index (fields.FIELD_WEIGHTS): they were tuned with
     # per-field counts in the postings (4/3/2/1 beat 8/6/4/1 and 2/1.5/1/1); this grid covers
     # the query-time constants.
     grid = [Ranking(k1=k1, b=b) for k1 in (1.2, 1.5, 1.8, 2.2) for b in (0.6, 0.75, 0.9)]
@@ -506,9 +507,10 @@ def ablate(
     def same(words: list[str]) -> list[str]:
         return list(words)
 
-    from lwc_trio.memory.index import indexer
+    from lwc_trio.memory.index import buffer, document
 
-    with _patches((tokenize, "stem_words", same), (indexer, "stem_words", same)):
+    patched = ((tokenize, "stem_words", same), (buffer, "stem_words", same))
+    with _patches(*patched, (document, "stem_words", same)):
         tokenize._STEMS.clear()
         full_ns, hard_ns = stores("nostem")
         result = evaluate(full_ns, hard_ns, base)

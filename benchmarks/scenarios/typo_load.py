@@ -54,7 +54,8 @@ CONTROL_AFTER_S = 0.2
 
 def control_store(root: Path) -> Path:
     """A one-Page project store in `root/control/` (made once): the control call's."""
-    from lwc_trio.memory.index.writer import PageInput, Wiki
+    from lwc_trio.memory.index.inputs import PageInput
+    from lwc_trio.memory.index.writer import Wiki
     from lwc_trio.memory.storage.store import create_store
 
     project = root / "control"

@@ -42,11 +42,12 @@ from typing import Any
 from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory.format.postings import encode_postings
 from lwc_trio.memory.format.schema import FORMAT_VERSION
+from lwc_trio.memory.format.segments import pack
 from lwc_trio.memory.format.typo_index import MIN_WORD
-from lwc_trio.memory.index.indexer import FIELD_WEIGHTS, pack
 from lwc_trio.memory.query import engine
 from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
 from lwc_trio.memory.storage.store import create_store
+from lwc_trio.memory.text.fields import FIELD_WEIGHTS
 from lwc_trio.memory.text.tokenize import STOP_WORDS, stem_words
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,7 +85,7 @@ def build(path: Path, pages: int) -> dict[str, Any]:
     conn.execute("PRAGMA cache_size = -262144")
     conn.execute("PRAGMA journal_mode = OFF")  # a scratch build: no crash safety needed
     conn.execute("BEGIN")
-    # One segment per term (seg 1: the whole build is one batch), as `indexer` packs them.
+    # One segment per term (seg 1: the whole build is one batch), as the index buffer packs them.
     postings: defaultdict[str, array[int]] = defaultdict(lambda: array("i"))
     heads: defaultdict[str, list[int]] = defaultdict(list)
     df: Counter[str] = Counter()

@@ -19,14 +19,19 @@ from lwc_trio.codegraph.index import INIT_COMMAND, INSTALL_COMMAND, IndexInvalid
 from lwc_trio.codegraph.runtime import locate_binary
 from lwc_trio.exceptions import PathRuleError, StoreError
 from lwc_trio.memory.exchange.lwc_import import lwc_store_version
-from lwc_trio.memory.index.graph import graph_status
 from lwc_trio.memory.storage.discovery import (
     StoreRef,
     find_global_store,
     find_project_store,
     project_store_above,
 )
-from lwc_trio.memory.storage.store import StoreInfo, begin_read, open_reader, translate_error
+from lwc_trio.memory.storage.store import (
+    StoreInfo,
+    begin_read,
+    graph_status,
+    open_reader,
+    translate_error,
+)
 from lwc_trio.paths import validate_workspace
 
 __all__ = ["ERROR", "MISSING", "OK", "doctor_report", "host_section"]

@@ -31,9 +31,9 @@ from lwc_trio.cli.wiki.sources import (
     source_show,
 )
 from lwc_trio.cli.wiki.transfer import export_store, import_store
+from lwc_trio.memory.format.limits import KIND_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.format.slugs import MAX_SLUG_BYTES
 from lwc_trio.memory.index.writer import IMPORT_BATCH
-from lwc_trio.memory.query.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
 
 STRICT_HELP = (
     "for a DIR: refuse the whole import when a file is not UTF-8 text (default: skip and list it)"

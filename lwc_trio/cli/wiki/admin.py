@@ -90,8 +90,9 @@ def graph_build(args: argparse.Namespace) -> int:
     scope = write_scope(args)
     store = require_store(scope)
     with open_wiki(store) as wiki, Progress("Building graph") as progress:
-        result = {"scope": scope, **wiki.build_graph(progress)}
-    result["work"] = record_work(store, kind="graph-project", scope=scope, total=result["pages"])
+        built = wiki.build_graph(progress)
+    result = {"scope": scope, **built}
+    result["work"] = record_work(store, kind="graph-project", scope=scope, total=built["pages"])
     return out(args, result, lambda r: f"Graph ready at content revision {r['builtRevision']}")
 
 
@@ -115,8 +116,9 @@ def repair_store(args: argparse.Namespace) -> int:
     journal = path.with_name(path.name + "-journal")
     had_journal = journal.exists() and journal.stat().st_size > 0
     with open_wiki(path) as wiki:  # opening rolls a leftover hot journal back
-        result = {"scope": scope, "journalRolledBack": had_journal, **wiki.repair()}
+        repaired = wiki.repair()
+    result = {"scope": scope, "journalRolledBack": had_journal, **repaired}
     result["work"] = record_work(
-        path, kind="maintenance-reindex", scope=scope, total=result["reindexed"]
+        path, kind="maintenance-reindex", scope=scope, total=repaired["reindexed"]
     )
     return out(args, result, lambda r: f"Store OK; {r['reindexed']} documents reindexed")

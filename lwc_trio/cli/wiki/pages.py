@@ -31,7 +31,8 @@ from lwc_trio.memory.exchange.doc_tree import page_from_markdown
 from lwc_trio.memory.exchange.export import EXPORT_MARKER
 from lwc_trio.memory.exchange.transfer import parse_jsonl
 from lwc_trio.memory.exchange.walk import Skipped, page_inputs
-from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, CheckedPages, PageInput, Wiki
+from lwc_trio.memory.index.inputs import MAX_TEXT_BYTES, CheckedPages, PageInput
+from lwc_trio.memory.index.writer import Wiki
 
 
 def _read_input(name: str) -> bytes:

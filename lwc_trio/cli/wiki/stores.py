@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from lwc_trio.cli.output import did_you_mean, fail
 from lwc_trio.exceptions import UsageError, WikiError
@@ -94,8 +93,8 @@ def each_store(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
 
 
 def first_found(
-    args: argparse.Namespace, fetch: Callable[[Wiki], dict[str, Any]]
-) -> dict[str, Any]:
+    args: argparse.Namespace, fetch: Callable[[Wiki], Mapping[str, object]]
+) -> dict[str, object]:
     """`fetch` from the first store that has the item (project before global with `all`)."""
     error: WikiError | None = None
     for scope, path in each_store(args):
@@ -109,10 +108,10 @@ def first_found(
 
 
 def every_row(
-    args: argparse.Namespace, rows: Callable[[Wiki], list[dict[str, Any]]]
-) -> list[dict[str, Any]]:
+    args: argparse.Namespace, rows: Callable[[Wiki], Sequence[Mapping[str, object]]]
+) -> list[dict[str, object]]:
     """`rows(wiki)` of every store a read uses, project first, each row with its `scope`."""
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, object]] = []
     for scope, path in each_store(args):
         with Wiki(path) as wiki:
             found += [{"scope": scope, **row} for row in rows(wiki)]
@@ -124,7 +123,7 @@ def suggesting(
     args: argparse.Namespace,
     code: str,
     word: str,
-    rows: Callable[[Wiki], list[dict[str, Any]]],
+    rows: Callable[[Wiki], Sequence[Mapping[str, object]]],
     key: str,
 ) -> Iterator[None]:
     """Add "did you mean" to a `code` error about `word`: the stored `key`s closest to it."""
@@ -133,7 +132,7 @@ def suggesting(
     except WikiError as exc:
         if exc.code != code:
             raise
-        names = [row[key] for row in every_row(args, rows)]
+        names = [str(row[key]) for row in every_row(args, rows)]
         raise WikiError(code, exc.message + did_you_mean(word, names)) from None
 
 

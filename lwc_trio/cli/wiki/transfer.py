@@ -19,6 +19,7 @@ from lwc_trio.memory.exchange.lwc_import import (
     read_lwc_store,
     resolve_lwc_path,
 )
+from lwc_trio.memory.index.reads import Imported
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.storage.store import create_store
 
@@ -110,7 +111,7 @@ def _import_lwc(args: argparse.Namespace, scope: str, given: Path) -> int:
     return out(args, result, _human_lwc_import)
 
 
-def _write_lwc(path: Path, lwc: LwcWiki) -> dict[str, Any]:
+def _write_lwc(path: Path, lwc: LwcWiki) -> Imported:
     with open_wiki(path) as wiki, Progress("Importing") as progress:
         return wiki.put_everything(lwc.sources, lwc.pages, progress=progress)
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import PAGE_KEYS, page_from_mapping
-from lwc_trio.memory.index.writer import PageInput
+from lwc_trio.memory.index.inputs import PageInput
 
 __all__ = ["INDEX_STEMS", "first_heading", "page_from_markdown", "path_slug", "split_front_matter"]
 

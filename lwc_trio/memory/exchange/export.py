@@ -39,7 +39,8 @@ from lwc_trio.memory.exchange.transfer import (
     parse_page_text,
 )
 from lwc_trio.memory.format.slugs import shown_name, slug_problem, source_id_problem
-from lwc_trio.memory.index.writer import PageInput, SourceInput, Wiki, source_id, validate_page
+from lwc_trio.memory.index.inputs import PageInput, SourceInput, source_id, validate_page
+from lwc_trio.memory.index.writer import Wiki
 
 __all__ = ["EXPORT_MARKER", "export_wiki", "import_wiki"]
 

@@ -28,10 +28,10 @@ import attrs
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.lwc_files import private_copy
+from lwc_trio.memory.format.limits import IDENT_MAX, KIND_MAX, STAMP_MAX, SUMMARY_MAX, TITLE_MAX
 from lwc_trio.memory.format.schema import lwc_header_version
 from lwc_trio.memory.format.slugs import USER_PROVENANCE, slug_problem
-from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, SourceInput, source_id
-from lwc_trio.memory.query.bounds import IDENT_MAX, KIND_MAX, STAMP_MAX, SUMMARY_MAX, TITLE_MAX
+from lwc_trio.memory.index.inputs import MAX_TEXT_BYTES, PageInput, SourceInput, source_id
 
 __all__ = [
     "FIELD_LIMITS",

@@ -20,7 +20,7 @@ from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange import walk
 from lwc_trio.memory.exchange.walk import Skipped
 from lwc_trio.memory.format.slugs import shown_name
-from lwc_trio.memory.index.writer import (
+from lwc_trio.memory.index.inputs import (
     MAX_TEXT_BYTES,
     CheckedPages,
     CheckedSources,

@@ -31,8 +31,8 @@ from typing import Protocol
 import attrs
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.index.writer import MAX_TEXT_BYTES, PageInput, decode_source, validate_page
-from lwc_trio.memory.query.bounds import TITLE_MAX
+from lwc_trio.memory.format.limits import TITLE_MAX
+from lwc_trio.memory.index.inputs import MAX_TEXT_BYTES, PageInput, decode_source, validate_page
 from lwc_trio.programs import GIT_GUARD, find_program, search_path
 
 __all__ = [

@@ -23,14 +23,18 @@ within int32.
 
 from __future__ import annotations
 
-import importlib
 import sqlite3
 import sys
 from array import array
 from collections.abc import Sequence
 from itertools import accumulate
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Ints: TypeAlias = NDArray[np.integer] | Sequence[int]
 
 __all__ = [
     "MAX_VALUE",
@@ -113,7 +117,7 @@ def decode_postings(blob: object, *, vectorized: bool = False) -> Columns:
     assert isinstance(blob, bytes)  # posting_count checked
     if vectorized:
         return _decode_numpy(blob, n)
-    columns: list[Any] = []
+    columns: list[Sequence[int]] = []
     start = _HEADER
     for code, width in zip(_CODES, _WIDTHS, strict=True):
         columns.append(_from_le(code, blob[start : start + n * width]))
@@ -124,7 +128,7 @@ def decode_postings(blob: object, *, vectorized: bool = False) -> Columns:
         for c, escape in enumerate(_ESCAPES):
             column = columns[c]
             if escape in column:
-                values = column.tolist()
+                values = list(column)
                 for i, value in enumerate(values):
                     if value == escape:
                         if used == len(escaped):
@@ -150,17 +154,13 @@ def decode_postings(blob: object, *, vectorized: bool = False) -> Columns:
         raise _invalid() from None
 
 
-_NUMPY: list[ModuleType] = []
-
-
-def _np() -> Any:
-    if not _NUMPY:
-        _NUMPY.append(importlib.import_module("numpy"))
-    return _NUMPY[0]
+# numpy is imported by the functions that use it, for start-up speed: a small store's
+# reads and writes never load it (about 0.1 s).
 
 
 def _decode_numpy(blob: bytes, n: int) -> Columns:
-    np = _np()
+    import numpy as np
+
     columns = []
     start = _HEADER
     for width in _WIDTHS:
@@ -192,11 +192,12 @@ def _decode_numpy(blob: bytes, n: int) -> Columns:
     return out[0], out[1], out[2], out[3]
 
 
-def encode_batch(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> list[bytes]:
+def encode_batch(counts: Ints, ids: Ints, tws: Ints, dls: Ints, firsts: Ints) -> list[bytes]:
     """The blobs of many terms at once (numpy): `counts` are each term's number of postings
     (each ≥ 1), the other arrays the postings of every term one term after the other, ids
     ascending within a term. The same bytes as `encode_postings` term by term."""
-    np = _np()
+    import numpy as np
+
     counts = np.asarray(counts, dtype=np.int64)
     ids = np.asarray(ids, dtype=np.int64)
     terms = len(counts)
@@ -244,11 +245,20 @@ def encode_batch(counts: Any, ids: Any, tws: Any, dls: Any, firsts: Any) -> list
     return [data[b:e] for b, e in zip(bases.tolist(), ends, strict=True)]
 
 
-def decode_batch(blobs: Sequence[bytes]) -> tuple[Any, Any, Any, Any, Any]:
+Decoded = tuple[
+    "NDArray[np.int64]", "NDArray[np.int64]", "NDArray[np.int64]", "NDArray[np.int64]",
+    "NDArray[np.int64]",
+]  # fmt: skip
+"""`decode_batch`'s arrays: postings per blob, doc ids, weighted counts, lengths, first
+offsets."""
+
+
+def decode_batch(blobs: Sequence[bytes]) -> Decoded:
     """The postings of many blobs at once (numpy): each blob's number of postings, then doc
     ids, weighted counts, lengths and first offsets of every blob one after the other (int64
     arrays). The same values as `decode_postings` blob by blob, and the same blobs refused."""
-    np = _np()
+    import numpy as np
+
     if not set(map(type, blobs)) <= {bytes}:
         raise _invalid()
     sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
@@ -267,7 +277,7 @@ def decode_batch(blobs: Sequence[bytes]) -> tuple[Any, Any, Any, Any, Any]:
     owner = np.repeat(np.arange(len(blobs)), counts)
     within = np.arange(int(counts.sum()), dtype=np.int64) - starts[owner]
     offset = bases + _HEADER
-    columns: list[Any] = []
+    columns: list[NDArray[np.int64]] = []
     for width in _WIDTHS:
         where = offset[owner] + width * within
         column = data[where].astype(np.int64)

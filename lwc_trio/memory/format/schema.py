@@ -1,4 +1,4 @@
-"""The store format: DDL, format_version, migrations and the schema check readers run first.
+"""The store format: DDL, format_version and the schema check readers run first.
 
 A store is one SQLite file. The core tables keep LWC's shape (SPEC §4); the `search_*` tables
 are the search index the CLI maintains; `graph_related` is the
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
-from collections.abc import Callable
 
 from lwc_trio.exceptions import ForeignStoreError, StoreError
 
@@ -18,8 +17,11 @@ __all__ = [
     "DDL",
     "FORMAT_VERSION",
     "LWC_USER_VERSION",
-    "MIGRATIONS",
+    "RELATED_PER_PAGE",
     "SEARCH_DDL",
+    "SEARCH_TABLES",
+    "SEGMENTS_BY_TERM_DDL",
+    "SEGMENTS_DDL",
     "SQLITE_HEADER",
     "check_header",
     "check_schema",
@@ -27,10 +29,12 @@ __all__ = [
     "lwc_header_version",
     "parse_count",
     "placeholders",
+    "read_format_version",
 ]
 
 FORMAT_VERSION = 6
-"""Bumped whenever the DDL, the analyzer or the meaning of a stored value changes."""
+"""Bumped whenever the DDL, the analyzer or the meaning of a stored value changes; the
+writer brings an older store up to it (`index/migrations.py`)."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -49,12 +53,12 @@ def placeholders(count: int) -> str:
 # - `search_terms`: every term with its document frequency and how many segments it has;
 # - `search_segments`: per term, one row per write batch (`seg` is the batch's first doc id)
 #   with the batch's postings packed (`postings.py`: per posting the doc id, its count in all
-#   fields weighted by `indexer.FIELD_WEIGHTS` (what BM25F reads), the document's length,
+#   fields weighted by `fields.FIELD_WEIGHTS` (what BM25F reads), the document's length,
 #   where the term first occurs in the snippet text, -1 when not there; column after column,
 #   ids as gaps, mostly 7 bytes a posting) and `heads`, the doc ids whose title or path
-#   holds the term (`indexer.pack`: little-endian int32s; the fuzzy title fill-up).
+#   holds the term (`segments.pack`: little-endian int32s; the fuzzy title fill-up).
 #   Postings of documents no longer in `search_docs` are skipped by readers and dropped when
-#   a term's segments are merged (`indexer.MAX_SEGMENTS`) or by `lwc repair`. The rows
+#   a term's segments are merged (`segments.MAX_SEGMENTS`) or by `lwc repair`. The rows
 #   are kept in write order (a rowid table) and found by term through
 #   `search_segments_by_term`: a batch's rows are appended at the table's end, and only the
 #   small index entries land among the older ones (format 5 keyed the rows themselves by
@@ -67,13 +71,13 @@ def placeholders(count: int) -> str:
 # one row per (term, document), ~190 per Page: the B-tree inserts made bulk
 # writes 3x slower than format 2. Format 2 used FTS5, whose bm25() floors the IDF of a term in
 # half the documents at 1e-6 (SPEC §4 forbids that) and cannot take query term weights.
-_SEGMENTS = """CREATE TABLE search_segments (
+SEGMENTS_DDL = """CREATE TABLE search_segments (
     term TEXT NOT NULL,
     seg INTEGER NOT NULL,
     postings BLOB NOT NULL,
     heads BLOB NOT NULL
 )"""
-_SEGMENTS_BY_TERM = "CREATE UNIQUE INDEX search_segments_by_term ON search_segments (term, seg)"
+SEGMENTS_BY_TERM_DDL = "CREATE UNIQUE INDEX search_segments_by_term ON search_segments (term, seg)"
 SEARCH_DDL: tuple[str, ...] = (
     """CREATE TABLE search_docs (
     doc_id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -90,8 +94,8 @@ SEARCH_DDL: tuple[str, ...] = (
     df INTEGER NOT NULL,
     segs INTEGER NOT NULL
 ) WITHOUT ROWID""",
-    _SEGMENTS,
-    _SEGMENTS_BY_TERM,
+    SEGMENTS_DDL,
+    SEGMENTS_BY_TERM_DDL,
     """CREATE TABLE search_words (
     word TEXT PRIMARY KEY NOT NULL,
     term TEXT NOT NULL
@@ -107,6 +111,16 @@ SEARCH_DDL: tuple[str, ...] = (
     PRIMARY KEY (length, word)
 ) WITHOUT ROWID""",
 )
+
+RELATED_PER_PAGE = 11
+"""Rows `graph_related` holds per Page at most: its best related Pages (the graph build's and
+the neighbourhood's bound)."""
+
+SEARCH_TABLES = (
+    "search_docs", "search_terms", "search_segments", "search_words", "search_stats",
+    "search_fuzzy",
+)  # fmt: skip
+"""The search index's tables: emptied when it is rebuilt (`lwc repair`)."""
 
 DDL: tuple[str, ...] = (
     """CREATE TABLE meta (
@@ -156,57 +170,6 @@ DDL: tuple[str, ...] = (
 ) WITHOUT ROWID""",
 )
 
-
-def _rebuild_search_index(conn: sqlite3.Connection) -> None:
-    # Imported here: the indexer needs the analyzer, which schema checks never do.
-    from lwc_trio.memory.index.indexer import reindex_all
-
-    reindex_all(conn)
-
-
-Migration = str | Callable[[sqlite3.Connection], None]
-
-# from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
-# run on the writer's connection. Applied by the writer (any write command and `lwc repair`)
-# inside one transaction, so a crash leaves the old format intact; readers never migrate.
-_OLD_SEARCH_TABLES = (
-    "search_docs", "search_terms", "search_postings", "search_segments", "search_words",
-    "search_stats", "search_fuzzy",
-)  # fmt: skip
-
-# from_version -> steps that bring a store to from_version + 1: SQL statements, or functions
-# run on the writer's connection. Applied by the writer (any write command and `lwc repair`)
-# inside one transaction, so a crash leaves the old format intact; readers never migrate.
-MIGRATIONS: dict[int, tuple[Migration, ...]] = {
-    # 1 -> 2 only changed the FTS5 index's detail level; 2 -> 3 drops that index anyway.
-    1: (),
-    # 2 -> 3: the FTS5 index gives way to plain tables; 3 -> 4 (always next) replaces them
-    # all and re-indexes once.
-    2: ("DROP TABLE search_index",),
-    # 3 -> 4: one row per term and write batch instead of per term and document; 4 -> 5
-    # (always next) drops every search table of format 3 too and rebuilds the index once.
-    3: (),
-    # 4 -> 5: no terms per document, postings packed small (`postings.py`), and the typo
-    # index `search_fuzzy`; every search table is made anew and filled from pages and
-    # sources (the analyzer is unchanged, so are the rankings).
-    4: (
-        *(f"DROP TABLE IF EXISTS {table}" for table in _OLD_SEARCH_TABLES),
-        *SEARCH_DDL,
-        _rebuild_search_index,
-    ),
-    # 5 -> 6: `search_segments` becomes a rowid table with an index by term (see above);
-    # its rows are copied as they are, in term order (the old key's, or after 4 -> 5, which
-    # made the tables in the current shape, the old index's: never a sort), and the new
-    # index is built once at the end.
-    5: (
-        "ALTER TABLE search_segments RENAME TO search_segments_format5",
-        _SEGMENTS,
-        "INSERT INTO search_segments (term, seg, postings, heads) "
-        "SELECT term, seg, postings, heads FROM search_segments_format5 ORDER BY term, seg",
-        "DROP TABLE search_segments_format5",
-        _SEGMENTS_BY_TERM,
-    ),
-}
 
 # Formats 4 to 6 have no virtual table, hence no shadow tables: every object's SQL is compared.
 _SPACE = re.compile(r"\s+")

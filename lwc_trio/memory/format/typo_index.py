@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 import attrs
 
 from lwc_trio.exceptions import MemoryCancelled
+from lwc_trio.memory.format import segments
 from lwc_trio.memory.format.schema import placeholders
 
 __all__ = [
@@ -466,13 +467,8 @@ class BoundIndex:
         return {s for s, yes in got.items() if yes}
 
     def _titled(self, chunk: list[str]) -> dict[str, Any]:
-        marks = placeholders(len(chunk))
         found = dict.fromkeys(chunk, False)
-        for (term,) in self.conn.execute(
-            f"SELECT DISTINCT term FROM search_segments WHERE term IN ({marks}) "
-            "AND length(heads) > 0",
-            chunk,
-        ):
-            if isinstance(term, str) and term in found:
+        for term in segments.titled_among(self.conn, chunk):
+            if term in found:
                 found[term] = True
         return found

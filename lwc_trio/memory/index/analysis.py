@@ -36,14 +36,11 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from lwc_trio.exceptions import WikiError
-from lwc_trio.memory.index.indexer import (
+from lwc_trio.memory.index.document import PageAnalysis
+from lwc_trio.memory.index.parts import (
     AnalyzedChunk,
-    BatchAnalyzer,
     EncodedPart,
     Held,
-    HeldBatch,
-    HeldPostings,
-    PageAnalysis,
     Placed,
     held,
     without_postings,
@@ -137,6 +134,9 @@ def main() -> int:
 
 
 def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> int:
+    from lwc_trio.memory.index.chunks import BatchAnalyzer
+    from lwc_trio.memory.index.held import HeldBatch, HeldPostings
+
     analyzer = BatchAnalyzer(first=0)
     kept = HeldPostings()
     batch: HeldBatch | None = None
@@ -212,6 +212,8 @@ class AnalysisWorker:
         self._closing = False
         self._slots = threading.Semaphore(_IN_FLIGHT)
         self._answers: queue.SimpleQueue[tuple[bytes, bool] | None] = queue.SimpleQueue()
+        from lwc_trio.memory.index.chunks import BatchAnalyzer
+
         self._local = BatchAnalyzer(first=1)
         self._local_batch = -1
         self._done: dict[int, AnalyzedChunk] = {}

@@ -1,9 +1,9 @@
-"""The document graph: passive readiness and one bounded neighbourhood (SPEC §4).
+"""The document graph's projection: built by `lwc graph build`, kept up to date by writes.
 
-`lwc graph build` writes a projection (`graph_related`: up to 11 related Pages per Page, with
-scores) and records the `content_revision` it was built from. The server only reads it: a store
-is `disabled` (graph not enabled), `pending` (enabled, projection missing or older than the
-current `content_revision`) or `ready`.
+`lwc graph build` writes a projection (`graph_related`: up to `RELATED_PER_PAGE` related
+Pages per Page, with scores) and records the `content_revision` it was built from; once it
+is `ready` (`storage/store.graph_status`), every content write rescores the Pages it can
+change (`refresh_projection`). The server only reads it (`query/neighborhood.py`).
 
 Relatedness of two Pages: +1 for each direct link direction, +0.5 per shared cited Source, and
 +0.25 per common link neighbour. Sources cited by, and Pages linked with, more than `HUB_LIMIT`
@@ -16,88 +16,20 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
 
-from lwc_trio.memory.storage.store import StoreInfo
+from lwc_trio.memory.format.schema import RELATED_PER_PAGE
 
 __all__ = [
-    "NEIGHBORHOOD_LIMIT",
+    "HUB_LIMIT",
     "LocalRelatedness",
     "Relatedness",
     "build_projection",
-    "graph_item",
-    "graph_status",
-    "read_neighborhood",
     "refresh_projection",
     "stale_before",
 ]
 
-NEIGHBORHOOD_DEPTH = 1
-NEIGHBORHOOD_LIMIT = 12  # the seed plus 11 related Pages
 LINK_SCORE, SOURCE_SCORE, COMMON_SCORE = 1.0, 0.5, 0.25
 HUB_LIMIT = 100
-
-
-def graph_status(info: StoreInfo) -> str:
-    """`disabled`, `pending` or `ready` for a store's current meta."""
-    if not info.graph_enabled:
-        return "disabled"
-    if info.graph_built_revision != info.content_revision:
-        return "pending"
-    return "ready"
-
-
-def graph_item(scope: str, info: StoreInfo) -> dict[str, Any]:
-    """The store's `graph` entry without a neighbourhood."""
-    status = graph_status(info)
-    engine = "disabled" if status == "disabled" else "sqlite"
-    return {"scope": scope, "status": {"engine": engine, "status": status}}
-
-
-def _key(slug: str) -> str:
-    return f"page:{slug}"
-
-
-def read_neighborhood(conn: sqlite3.Connection, seed: str) -> dict[str, Any] | None:
-    """The seed and its related Pages from the projection; None when the seed is gone."""
-    row = conn.execute("SELECT title, kind FROM pages WHERE slug = ?", (seed,)).fetchone()
-    if row is None:
-        return None
-    nodes: list[dict[str, Any]] = [
-        {
-            "key": _key(seed),
-            "identifier": seed,
-            "title": row[0],
-            "kind": row[1],
-            "depth": 0,
-            "score": None,
-        }
-    ]
-    edges: list[dict[str, Any]] = []
-    related = conn.execute(
-        "SELECT g.related_slug, p.title, p.kind, g.score FROM graph_related AS g "
-        "JOIN pages AS p ON p.slug = g.related_slug WHERE g.slug = ? "
-        "ORDER BY g.score DESC, g.related_slug LIMIT ?",
-        (seed, NEIGHBORHOOD_LIMIT - 1),
-    )
-    for slug, title, kind, score in related:
-        nodes.append(
-            {
-                "key": _key(slug),
-                "identifier": slug,
-                "title": title,
-                "kind": kind,
-                "depth": NEIGHBORHOOD_DEPTH,
-                "score": float(score),
-            }
-        )
-        edges.append({"from": _key(seed), "to": _key(slug), "type": "RELATED"})
-    return {
-        "depth": NEIGHBORHOOD_DEPTH,
-        "limit": NEIGHBORHOOD_LIMIT,
-        "nodes": nodes,
-        "edges": edges,
-    }
 
 
 class _Scores:
@@ -158,7 +90,7 @@ class _Scores:
     def rows(self, slug: str) -> list[tuple[str, str, float]]:
         """The `graph_related` rows of `slug`: its best related Pages."""
         best = sorted(self.related(slug).items(), key=lambda item: (-item[1], item[0]))
-        return [(slug, other, score) for other, score in best[: NEIGHBORHOOD_LIMIT - 1]]
+        return [(slug, other, score) for other, score in best[:RELATED_PER_PAGE]]
 
 
 class Relatedness(_Scores):

@@ -1,67 +1,72 @@
-"""The write API behind the Wiki CLI: validated, atomic changes to one store.
+"""The write API behind the Wiki CLI: validated, atomic changes to one store (`Wiki`).
 
 Every change runs in one `write_transaction` (BEGIN IMMEDIATE … COMMIT): refused input raises
-`WikiError` before or inside the transaction and the store is left byte-for-byte unchanged.
-The search index is maintained here (`indexer.py`), with the analyzer the query side uses.
+`WikiError` before or inside the transaction and the store is left byte-for-byte unchanged
+(`inputs.py` checks what is submitted). Each content write keeps the search index
+(`indexing.py`, through one `IndexBuffer` a transaction) and a ready graph (`graph.py`) up
+to date; a bulk import's Pages are analyzed by a second process meanwhile (`analysis.py`).
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
-import hashlib
 import itertools
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from lwc_trio.exceptions import StoreError, WikiError
+from lwc_trio.memory.format.limits import TITLE_MAX
 from lwc_trio.memory.format.schema import placeholders
-from lwc_trio.memory.format.slugs import USER_PROVENANCE, order_provenance, slug_problem
+from lwc_trio.memory.format.segments import MAX_SEGMENTS
+from lwc_trio.memory.format.slugs import order_provenance
+from lwc_trio.memory.index import reads
 from lwc_trio.memory.index.analysis import AnalysisWorker, Analyzed
-from lwc_trio.memory.index.graph import (
-    build_projection,
-    graph_status,
-    refresh_projection,
-    stale_before,
-)
-from lwc_trio.memory.index.indexer import (
-    MAX_SEGMENTS,
-    IndexBuffer,
+from lwc_trio.memory.index.buffer import IndexBuffer
+from lwc_trio.memory.index.graph import build_projection, refresh_projection, stale_before
+from lwc_trio.memory.index.indexing import (
     index_page,
     index_placed_page,
     index_source,
     reindex_all,
     unindex_doc,
 )
-from lwc_trio.memory.query.bounds import KIND_MAX, SUMMARY_MAX, TITLE_MAX
-from lwc_trio.memory.storage.store import open_writer, read_info, utc_now, write_transaction
+from lwc_trio.memory.index.inputs import (
+    CheckedPages,
+    CheckedSources,
+    PageInput,
+    SourceInput,
+    check_pages,
+    source_id,
+    validate_page,
+)
+from lwc_trio.memory.index.migrations import open_writer
+from lwc_trio.memory.index.reads import (
+    GraphBuilt,
+    Imported,
+    PageListing,
+    PageRecord,
+    Repaired,
+    SourceAdded,
+    SourceListing,
+    SourceRow,
+    SourceWindow,
+    StoreStatus,
+)
+from lwc_trio.memory.storage.store import graph_status, read_info, utc_now, write_transaction
 from lwc_trio.memory.text.links import extract_links
 
 __all__ = [
-    "MAX_PAGE_LINKS",
-    "MAX_TEXT_BYTES",
-    "CheckedPages",
-    "CheckedSources",
-    "PageInput",
-    "SourceInput",
+    "ANALYSIS_WORKER_PAGES",
+    "IMPORT_BATCH",
+    "SOURCE_BATCH_CHARS",
     "Wiki",
-    "check_pages",
-    "decode_source",
-    "source_id",
-    "validate_page",
 ]
 
-MAX_TEXT_BYTES = 64 * 1024 * 1024
-MAX_PAGE_LINKS = 4096
-"""Distinct out-links a Page may have (body links and recorded ones): a write with more is
-refused. A query keeps 64 links per Page; thousands are a generated hub, not a note, and
-every read and graph build would pay for them (docs/decisions.md, "Write-side bounds")."""
 WRITER_CACHE_KIB = 64 * 1024
 WAIT_NOTICE_S = 1.0
 """How long a write waits for another writer's lock before `Wiki.on_wait` is called."""
@@ -84,149 +89,6 @@ RECORDED_WORDS = 1_000_000
 REPAIR_VACUUM_SHARE = 4
 """`lwc repair` rewrites the file (VACUUM) when more than 1/this of its pages are free."""
 Progress = Callable[[int, int], None]
-
-
-@attrs.frozen
-class PageInput:
-    """A Page as a writer submits it."""
-
-    slug: str
-    title: str
-    body: str
-    kind: str = "concept"
-    summary: str | None = None
-    sources: tuple[str, ...] = ()
-    provenance: tuple[str, ...] = ()
-    created_at: str | None = None  # kept by `lwc import`; otherwise now
-    updated_at: str | None = None
-    # Links recorded by another tool (`lwc import --from-lwc`), stored with those in the body.
-    links: tuple[str, ...] = ()
-
-
-@attrs.frozen
-class SourceInput:
-    """A Source snapshot: decoded text plus where it came from."""
-
-    title: str
-    origin: str | None
-    content: str
-    content_hash: str  # sha256 hex of the UTF-8 bytes
-    created_at: str | None = None
-
-
-def decode_source(data: bytes, *, name: str) -> tuple[str, str]:
-    """`(text, sha256)` of a Source file's bytes. Raises `WikiError` for refused content."""
-    if len(data) > MAX_TEXT_BYTES:
-        raise WikiError("source_too_large", f"{name} is larger than 64 MiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WikiError("invalid_source", f"{name} is not UTF-8 (byte {exc.start})") from None
-    if "\x00" in text:
-        raise WikiError("invalid_source", f"{name} contains NUL characters (binary file?)")
-    return text, hashlib.sha256(data).hexdigest()
-
-
-def source_id(content_hash: str) -> str:
-    """Sources are named by their content: the same bytes always get the same id."""
-    return f"src-{content_hash[:16]}"
-
-
-def validate_page(page: PageInput) -> None:
-    """Refuse a Page that must not be written. Raises `WikiError`."""
-    problem = slug_problem(page.slug)
-    if problem is not None:
-        raise WikiError("invalid_slug", f"invalid slug {page.slug!r}: {problem}")
-    if not page.title.strip():
-        raise WikiError("invalid_page", "a page needs a non-empty title")
-    if not page.kind.strip():
-        raise WikiError("invalid_page", "a page kind must not be empty")
-    # The limits every answer holds to (SPEC §2): a Wiki written by lwc never needs cutting.
-    for field, value, limit in (
-        ("title", page.title, TITLE_MAX),
-        ("kind", page.kind, KIND_MAX),
-        ("summary", page.summary or "", SUMMARY_MAX),
-    ):
-        if len(value) > limit:
-            raise WikiError(
-                "invalid_page",
-                f"page {page.slug[:64]!r}: the {field} has {len(value)} characters "
-                f"(at most {limit})",
-            )
-    # A character takes at most 4 bytes: a body of a quarter of the limit needs no encoding.
-    too_long = len(page.body) * 4 > MAX_TEXT_BYTES and (
-        len(page.body.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES
-    )
-    if too_long or "\x00" in page.body:
-        raise WikiError("invalid_page", "a page body must be text of at most 64 MiB")
-    _check_links(page)
-    for value in page.provenance:
-        if value == "source-grounded":
-            if not page.sources:
-                raise WikiError(
-                    "invalid_provenance", "provenance 'source-grounded' needs at least one --source"
-                )
-        elif value not in USER_PROVENANCE:
-            allowed = ", ".join(["source-grounded", *sorted(USER_PROVENANCE)])
-            raise WikiError(
-                "invalid_provenance", f"unknown provenance {value!r} (one of: {allowed})"
-            )
-
-
-def _check_links(page: PageInput) -> None:
-    """Refuse a Page with more than `MAX_PAGE_LINKS` distinct out-links. Each link takes at
-    least four characters of the body (`[[a]]`, `](a.md)`: the two kinds can share one) and
-    needs a `[[` or a `](`, so most bodies are let through by their length or by counting
-    those alone."""
-    if len(page.body) // 4 + len(page.links) <= MAX_PAGE_LINKS:
-        return
-    rough = page.body.count("[[") + page.body.count("](") + len(page.links)
-    if rough <= MAX_PAGE_LINKS:
-        return
-    links = set(extract_links(page.body, own_slug=page.slug)).union(page.links)
-    links.discard(page.slug)
-    if len(links) > MAX_PAGE_LINKS:
-        raise WikiError(
-            "invalid_page",
-            f"page {page.slug[:64]!r} links to {len(links):,} pages (at most "
-            f"{MAX_PAGE_LINKS:,} distinct links per page): split it into smaller pages",
-        )
-
-
-class CheckedSources(abc.ABC):
-    """Source files already read and checked once (`transfer.SourceFiles`), read again one
-    at a time as they are written, so only one write batch of text is held."""
-
-    @abc.abstractmethod
-    def __len__(self) -> int: ...
-
-    @abc.abstractmethod
-    def __iter__(self) -> Iterator[SourceInput]: ...
-
-    @abc.abstractmethod
-    def titles(self) -> list[str]:
-        """Each Source's title, without reading its content."""
-
-
-class CheckedPages(abc.ABC):
-    """Pages already checked (`check_pages`: valid, slugs distinct) that can be read again
-    as a stream, e.g. a large JSON Lines file (`transfer.JsonlPages`)."""
-
-    @abc.abstractmethod
-    def __len__(self) -> int: ...
-
-    @abc.abstractmethod
-    def __iter__(self) -> Iterator[PageInput]: ...
-
-
-def check_pages(pages: Iterable[PageInput]) -> None:
-    """`validate_page` each of `pages` and refuse a slug given twice. Raises `WikiError`."""
-    seen: set[str] = set()
-    for page in pages:
-        validate_page(page)
-        if page.slug in seen:
-            raise WikiError("invalid_page", f"slug {page.slug!r} appears more than once")
-        seen.add(page.slug)
 
 
 def _batches(pages: Iterable[PageInput], size: int) -> Iterator[list[PageInput]]:
@@ -418,46 +280,6 @@ class Wiki:
 
     # ------------------------------------------------------------------ pages
 
-    def _page_row(self, slug: str) -> dict[str, Any] | None:
-        row = self.conn.execute(
-            "SELECT slug, title, kind, summary, body, created_at, updated_at FROM pages "
-            "WHERE slug = ?",
-            (slug,),
-        ).fetchone()
-        if row is None:
-            return None
-        sources = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT source_id FROM page_sources WHERE page_slug = ? ORDER BY source_id",
-                (slug,),
-            )
-        ]
-        provenance = {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT provenance FROM page_provenance WHERE page_slug = ?", (slug,)
-            )
-        }
-        links = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT to_slug FROM links WHERE from_slug = ? ORDER BY to_slug", (slug,)
-            )
-        ]
-        return {
-            "slug": row[0],
-            "title": row[1],
-            "kind": row[2],
-            "summary": row[3],
-            "body": row[4],
-            "sources": sources,
-            "provenance": order_provenance(provenance),
-            "links": links,
-            "createdAt": row[5],
-            "updatedAt": row[6],
-        }
-
     def _write_page(
         self,
         page: PageInput,
@@ -489,7 +311,7 @@ class Wiki:
             links = analyzed.page.links
         if page.links:
             links = sorted(set(links).union(page.links) - {page.slug})
-        existing = self._page_row(page.slug)
+        existing = reads.page_record(self.conn, page.slug)
         if existing is not None and (
             existing["title"],
             existing["kind"],
@@ -593,22 +415,16 @@ class Wiki:
         counts = self.put_pages([page])
         return next(outcome for outcome, n in counts.items() if n)
 
-    def get_page(self, slug: str) -> dict[str, Any]:
+    def get_page(self, slug: str) -> PageRecord:
         """The full Page. Raises `WikiError(page_not_found)`."""
-        page = self._page_row(slug)
+        page = reads.page_record(self.conn, slug)
         if page is None:
             raise WikiError("page_not_found", f"no page {slug!r}")
         return page
 
-    def list_pages(self) -> list[dict[str, Any]]:
+    def list_pages(self) -> list[PageListing]:
         """Every Page's metadata, sorted by slug."""
-        rows = self.conn.execute(
-            "SELECT slug, title, kind, summary, updated_at FROM pages ORDER BY slug"
-        )
-        return [
-            {"slug": s, "title": t, "kind": k, "summary": m, "updatedAt": u}
-            for s, t, k, m, u in rows
-        ]
+        return reads.list_pages(self.conn)
 
     def remove_page(self, slug: str) -> None:
         """Delete a Page with its citations, provenance and outgoing links."""
@@ -627,7 +443,7 @@ class Wiki:
 
     # ---------------------------------------------------------------- sources
 
-    def _write_source(self, source: SourceInput, now: str) -> dict[str, Any]:
+    def _write_source(self, source: SourceInput, now: str) -> SourceAdded:
         """Store one Source in the open transaction unless its content is stored already."""
         ident = source_id(source.content_hash)
         row = self.conn.execute(
@@ -649,7 +465,7 @@ class Wiki:
         sources: Sequence[SourceInput] | CheckedSources,
         *,
         progress: Progress | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[SourceAdded]:
         """Store Source snapshots, deduplicated by SHA-256, one transaction per
         `SOURCE_BATCH_CHARS` of text (a folder of any size is written with bounded memory).
 
@@ -662,11 +478,11 @@ class Wiki:
                     "invalid_source",
                     f"a source title has {len(title)} characters (at most {TITLE_MAX})",
                 )
-        out: list[dict[str, Any]] = []
+        out: list[SourceAdded] = []
         total = len(sources)
         pending = iter(sources)
         while True:
-            batch: list[dict[str, Any]] = []
+            batch: list[SourceAdded] = []
             now = utc_now()
             try:
                 # New Sources are cited by no Page yet: nothing in the graph changes.
@@ -693,7 +509,7 @@ class Wiki:
         pages: Sequence[PageInput],
         *,
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> Imported:
         """Write Sources then Pages in ONE transaction (`lwc import --from-lwc`): all or nothing.
 
         Every Page is validated first. Returns `{"sources": {"created", "existing"}, "pages":
@@ -704,7 +520,7 @@ class Wiki:
         if len({page.slug for page in pages}) != len(pages):
             raise WikiError("invalid_page", "a slug appears more than once")
         now = utc_now()
-        added: list[dict[str, Any]] = []
+        added: list[SourceAdded] = []
         outcomes: list[str] = []
         try:
             with self._content_write(page.slug for page in pages) as touched:
@@ -728,48 +544,18 @@ class Wiki:
             "pages": {key: outcomes.count(key) for key in ("created", "updated", "unchanged")},
         }
 
-    def get_source(self, ident: str, *, offset: int, max_chars: int) -> dict[str, Any]:
+    def get_source(self, ident: str, *, offset: int, max_chars: int) -> SourceWindow:
         """A window of a Source's text. Raises `WikiError(source_not_found)`."""
-        row = self.conn.execute(
-            "SELECT id, title, origin, content_hash, created_at, length(content), "
-            "substr(content, ?, ?) FROM sources WHERE id = ?",
-            (offset + 1, max_chars, ident),
-        ).fetchone()
-        if row is None:
+        window = reads.source_window(self.conn, ident, offset=offset, max_chars=max_chars)
+        if window is None:
             raise WikiError("source_not_found", f"no source {ident!r}")
-        length, content = int(row[5]), row[6] or ""
-        return {
-            "id": row[0],
-            "title": row[1],
-            "origin": row[2],
-            "contentHash": row[3],
-            "createdAt": row[4],
-            "length": length,
-            "offset": offset,
-            "content": content,
-            "has_more": offset + len(content) < length,
-        }
+        return window
 
     # ------------------------------------------------------------ graph, meta
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StoreStatus:
         """Store id, revisions, counts and graph state."""
-        info = read_info(self.conn)
-        pages = self.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
-        sources = self.conn.execute("SELECT COUNT(*) FROM sources").fetchone()[0]
-        return {
-            "path": str(self.path),
-            "storeId": info.store_id,
-            "revision": info.store_revision,
-            "contentRevision": info.content_revision,
-            "pages": int(pages),
-            "sources": int(sources),
-            "graph": {
-                "enabled": info.graph_enabled,
-                "status": graph_status(info),
-                "builtRevision": info.graph_built_revision,
-            },
-        }
+        return reads.store_status(self.conn, self.path)
 
     def set_graph_enabled(self, enabled: bool) -> bool:
         """Enable or disable the document graph; False when it already was."""
@@ -781,7 +567,7 @@ class Wiki:
             )
         return True
 
-    def build_graph(self, progress: Progress | None = None) -> dict[str, Any]:
+    def build_graph(self, progress: Progress | None = None) -> GraphBuilt:
         """Rebuild the projection at the current `content_revision`.
 
         Raises `WikiError(graph_disabled)` when the graph is not enabled.
@@ -800,7 +586,7 @@ class Wiki:
             )
         return {"builtRevision": revision, "related": pairs, **self.status()}
 
-    def repair(self) -> dict[str, Any]:
+    def repair(self) -> Repaired:
         """Check integrity and rebuild the search index (opening already rolled back a journal).
 
         Raises `StoreError(store_corrupt)` when SQLite's integrity check fails.
@@ -825,19 +611,13 @@ class Wiki:
         """The ids of every stored Source."""
         return {row[0] for row in self.conn.execute("SELECT id FROM sources")}
 
-    def iter_sources(self) -> Iterable[tuple[str, str, str | None, str, str, str]]:
+    def iter_sources(self) -> Iterator[SourceRow]:
         """Every Source `(id, title, origin, content_hash, created_at, content)` by id."""
-        yield from self.conn.execute(
-            "SELECT id, title, origin, content_hash, created_at, content FROM sources ORDER BY id"
-        )
+        return reads.source_rows(self.conn)
 
-    def list_sources(self) -> list[dict[str, Any]]:
+    def list_sources(self) -> list[SourceListing]:
         """Every Source's id, title, origin, length and creation time (no content), by id."""
-        rows = self.conn.execute(
-            "SELECT id, title, origin, length(content), created_at FROM sources ORDER BY id"
-        )
-        keys = ("id", "title", "origin", "length", "createdAt")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        return reads.list_sources(self.conn)
 
     def remove_source(self, ident: str) -> None:
         """Delete a Source no Page cites. Raises `WikiError(source_not_found|source_in_use)`."""

@@ -4,44 +4,36 @@ A store is data from wherever the workspace came from (SPEC §2, "Every response
 bounded"; §4, "Safe reading"). Each value read from one is checked here before it joins the
 answer: a value of the wrong type or a non-finite number makes that store `store_corrupt`
 (`StoreError`), and a string longer than its limit is cut, marking its Page `truncated`. The
-CLI refuses the same limits at write time (`writer.validate_page`), so a Wiki written by lwc
-never needs cutting.
+CLI refuses the same limits (`format/limits.py`) at write time (`inputs.validate_page`), so
+a Wiki written by lwc never needs cutting.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
 from lwc_trio.exceptions import StoreError
+from lwc_trio.memory.format.limits import (
+    IDENT_MAX,
+    KIND_MAX,
+    LINK_MAX,
+    LINKS_MAX,
+    STAMP_MAX,
+    SUMMARY_MAX,
+    TITLE_MAX,
+)
 from lwc_trio.memory.format.slugs import PROVENANCE_ORDER
 from lwc_trio.memory.query.results import SNIPPET_MAX, PageBody, ResultRow
 
 __all__ = [
-    "IDENT_MAX",
-    "KIND_MAX",
-    "LINKS_MAX",
-    "LINK_MAX",
-    "STAMP_MAX",
-    "SUMMARY_MAX",
-    "TITLE_MAX",
     "bound_body",
     "bound_neighborhood",
     "bound_row",
     "cut",
 ]
-
-TITLE_MAX: Final = 300
-SUMMARY_MAX: Final = 1000
-KIND_MAX: Final = 64
-IDENT_MAX: Final = 256
-"""An identifier or slug (Pages, Sources, graph nodes)."""
-LINKS_MAX: Final = 64
-LINK_MAX: Final = 256
-STAMP_MAX: Final = 64
-"""`updatedAt`: a timestamp lwc writes in 20 characters; a store could hold anything."""
 
 _ELLIPSIS = "…"
 _PROVENANCE = frozenset(PROVENANCE_ORDER)

@@ -19,9 +19,9 @@ import attrs
 from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged, StoreError
 from lwc_trio.memory.format.typo_index import WordIndex
 from lwc_trio.memory.format.typo_index import request as typo_request
-from lwc_trio.memory.index.graph import graph_item, graph_status, read_neighborhood
 from lwc_trio.memory.query.bounds import bound_body, bound_neighborhood, bound_row
 from lwc_trio.memory.query.evidence import rerank
+from lwc_trio.memory.query.neighborhood import graph_item, read_neighborhood
 from lwc_trio.memory.query.passages import UNITS_PER_TOKEN, cost
 from lwc_trio.memory.query.results import (
     PageBody,
@@ -42,6 +42,7 @@ from lwc_trio.memory.storage.store import (
     Interrupted,
     StoreInfo,
     begin_read_cookie,
+    graph_status,
     translate_error,
 )
 from lwc_trio.memory.text.tokenize import MAX_TERMS, QueryTerm, parse_query

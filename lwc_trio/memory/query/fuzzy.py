@@ -28,6 +28,7 @@ import attrs
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
+from lwc_trio.memory.format import segments
 from lwc_trio.memory.format.typo_index import BoundIndex, TypoBudget
 
 __all__ = [
@@ -142,11 +143,7 @@ def build_vocabulary(conn: sqlite3.Connection) -> Vocabulary:
     rows = conn.execute(
         "SELECT term, term FROM search_terms UNION ALL SELECT word, term FROM search_words"
     )
-    titled = {
-        row[0]
-        for row in conn.execute("SELECT DISTINCT term FROM search_segments WHERE length(heads) > 0")
-    }
-    return vocabulary_of(rows, titled)
+    return vocabulary_of(rows, set(segments.titled(conn)))
 
 
 def signature(word: str) -> int:

@@ -1,6 +1,6 @@
 """Deterministic "auto" search inside one store's read transaction (SPEC §4 "Search").
 
-1. **BM25F** over the analyzed fields (title, path, summary, body; `indexer.FIELD_WEIGHTS`)
+1. **BM25F** over the analyzed fields (title, path, summary, body; `fields.FIELD_WEIGHTS`)
    of every document holding any query term: no term is ever dropped. IDF is
    log(1 + (N − n + 0.5)/(n + 0.5)), positive for every term, so a term in most documents of
    a small store still counts. A term repeated in the query weighs more (query term
@@ -11,7 +11,7 @@
 3. **Adjustments** on the best `CANDIDATE_FACTOR × limit`: a title or path equal to (or
    containing) the whole query pulls a document up; generic pages (index, overview, readme,
    toc, contents) are pushed down unless the query asks for them; a small link-graph boost.
-   Everything they need was stored at write time (`indexer.py`): no text is analyzed here.
+   Everything they need was stored at write time (`index/`): no text is analyzed here.
 4. A Source cited by a matching `kind=source` Page is hidden (the Page summarizes it).
 5. **Title fill-up**: when fewer than `limit` remain, documents whose title or path matches
    the query by `fuzz.ratio` follow, with ranks ≥ 0 (after every lexical hit).
@@ -33,10 +33,10 @@ from typing import Protocol, TypeVar
 import attrs
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError
+from lwc_trio.memory.format import segments as segment_rows
 from lwc_trio.memory.format.postings import decode_postings, posting_count
 from lwc_trio.memory.format.schema import placeholders
 from lwc_trio.memory.format.typo_index import BoundIndex, WordIndex
-from lwc_trio.memory.index.indexer import GENERIC_TERMS, unpack
 from lwc_trio.memory.query.fuzzy import (
     MAX_CORRECTIONS,
     TITLE_CUTOFF,
@@ -47,6 +47,7 @@ from lwc_trio.memory.query.fuzzy import (
     similar_words,
 )
 from lwc_trio.memory.storage.cache import RevisionCache
+from lwc_trio.memory.text.fields import GENERIC_TERMS
 from lwc_trio.memory.text.tokenize import QueryTerm
 
 __all__ = [
@@ -238,12 +239,8 @@ def load_postings(
     _check_size(conn, wanted, held)
     found: dict[str, list[Segment]] = {}
     for chunk in _chunks(wanted):
-        for term, blob in conn.execute(
-            "SELECT term, postings FROM search_segments "
-            f"WHERE term IN ({placeholders(len(chunk))}) ORDER BY term, seg",
-            chunk,
-        ):
-            segments = found.setdefault(str(term), [])
+        for term, blob in segment_rows.postings(conn, chunk):
+            segments = found.setdefault(term, [])
             if len(segments) >= SEGMENTS_MAX:
                 raise _too_many_segments()
             _check(cancelled)
@@ -257,12 +254,8 @@ def _check_size(conn: sqlite3.Connection, terms: Sequence[str], held: int) -> No
     loading them (every posting takes at least 7 bytes, a blob 4 more)."""
     most = held
     for chunk in _chunks(terms):
-        rows, size = conn.execute(
-            "SELECT count(*), total(length(postings)) FROM search_segments "
-            f"WHERE term IN ({placeholders(len(chunk))})",
-            chunk,
-        ).fetchone()
-        most += max(int(size) - 4 * int(rows), 0) // 7
+        rows, size = segment_rows.postings_size(conn, chunk)
+        most += max(size - 4 * rows, 0) // 7
     if most > POSTINGS_MAX:
         raise StoreError(
             "memory_timeout",
@@ -643,11 +636,7 @@ def _title_ids(
     segment in doc-id order), read through incremental blob I/O: no more of a blob than
     that is ever loaded, whatever its size."""
     found: list[array[int]] = []
-    rows = conn.execute(
-        "SELECT rowid, typeof(heads), length(heads) FROM search_segments "
-        "WHERE term = ? ORDER BY seg LIMIT ?",
-        (stem, SEGMENTS_MAX + 1),
-    ).fetchall()
+    rows = segment_rows.heads_sizes(conn, stem, SEGMENTS_MAX + 1)
     if len(rows) > SEGMENTS_MAX:
         raise _too_many_segments()
     for rowid, kind, size in rows:
@@ -657,8 +646,7 @@ def _title_ids(
         if take <= 0:
             continue
         _check(cancelled)
-        with conn.blobopen("search_segments", "heads", rowid, readonly=True) as blob:
-            found.append(unpack(blob.read(4 * take)))
+        found.append(segment_rows.read_heads(conn, rowid, take))
         most -= take
     return found
 

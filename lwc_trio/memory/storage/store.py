@@ -26,7 +26,6 @@ from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.format.schema import (
     DDL,
     FORMAT_VERSION,
-    MIGRATIONS,
     check_header,
     check_schema,
     parse_count,
@@ -44,12 +43,15 @@ __all__ = [
     "begin_read_cookie",
     "check_file",
     "check_path_length",
+    "connect_writer",
     "create_store",
+    "graph_status",
     "open_reader",
-    "open_writer",
+    "opening_error",
     "read_info",
     "translate_error",
     "utc_now",
+    "version_error",
     "write_transaction",
 ]
 
@@ -91,6 +93,16 @@ class StoreInfo:
     content_revision: int
     graph_enabled: bool
     graph_built_revision: int | None
+
+
+def graph_status(info: StoreInfo) -> str:
+    """`disabled`, `pending` or `ready` for a store's current meta: the projection
+    (`graph_related`) is ready once built at the current `content_revision`."""
+    if not info.graph_enabled:
+        return "disabled"
+    if info.graph_built_revision != info.content_revision:
+        return "pending"
+    return "ready"
 
 
 def utc_now() -> str:
@@ -290,7 +302,7 @@ def begin_read_cookie(
             # `meta` itself first: a store of another format must say so, not "corrupt".
             version = read_format_version(conn)
             if version != FORMAT_VERSION:
-                raise _version_error(version)
+                raise version_error(version)
             check_schema(conn)
         # With the cookie unchanged, `meta` is still the table verified above, and one read
         # of it gives both the format version (a value a writer can change) and the info.
@@ -303,7 +315,7 @@ def begin_read_cookie(
         if current is None:
             raise StoreError("store_corrupt", "the store has no valid format_version")
         if current != FORMAT_VERSION:
-            raise _version_error(current)
+            raise version_error(current)
         info = _parse_info(values)
         if len(_INFOS) >= _INFOS_MAX:
             _INFOS.clear()
@@ -320,7 +332,8 @@ write (its revision). Shared by all threads (dict reads and writes are atomic)."
 _INFOS_MAX = 256
 
 
-def _version_error(version: int) -> StoreError:
+def version_error(version: int) -> StoreError:
+    """`unsupported_store_version` for a store of another format than this lwc's."""
     if version > FORMAT_VERSION:
         return StoreError(
             "unsupported_store_version",
@@ -375,11 +388,14 @@ def create_store(path: Path) -> bool:
             tmp.unlink()
 
 
-def open_writer(path: Path) -> sqlite3.Connection:
-    """Open an existing store for writing, migrating an older format. Raises `StoreError`.
+def connect_writer(path: Path) -> sqlite3.Connection:
+    """A connection for writing to the existing store at `path`: a regular file (no symlink)
+    with a rollback-journal SQLite header. Its format and schema are not checked yet: the
+    writer migrates an older store first (`index/migrations.open_writer`). Raises
+    `StoreError`.
 
-    Opening rolls back a leftover hot journal (SQLite does it on first read), which is what
-    `lwc repair` relies on.
+    Connecting rolls back a leftover hot journal (SQLite does it on first read), which is
+    what `lwc repair` relies on.
     """
     try:
         st = path.lstat()
@@ -394,38 +410,17 @@ def open_writer(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("PRAGMA cell_size_check = ON")
         conn.execute("PRAGMA temp_store = MEMORY")
-        version = read_format_version(conn)
-        if version > FORMAT_VERSION:
-            raise _version_error(version)
-        if version < FORMAT_VERSION:
-            _migrate(conn, version)
-        check_schema(conn)
-        read_info(conn)
     except sqlite3.Error as exc:
         conn.close()
-        error = translate_error(exc)
-        raise (
-            error if isinstance(error, StoreError) else StoreError("store_busy", str(exc))
-        ) from None
-    except BaseException:
-        conn.close()
-        raise
+        raise opening_error(exc) from None
     return conn
 
 
-def _migrate(conn: sqlite3.Connection, version: int) -> None:
-    if any(step not in MIGRATIONS for step in range(version, FORMAT_VERSION)):
-        raise _version_error(version)
-    with write_transaction(conn, content=False):
-        for step in range(version, FORMAT_VERSION):
-            for statement in MIGRATIONS[step]:
-                if isinstance(statement, str):
-                    conn.execute(statement)
-                else:
-                    statement(conn)
-        conn.execute(
-            "UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),)
-        )
+def opening_error(exc: sqlite3.Error) -> StoreError:
+    """What an SQLite failure while a writer opens a store is (`store_busy` when it is not
+    a store error)."""
+    error = translate_error(exc)
+    return error if isinstance(error, StoreError) else StoreError("store_busy", str(exc))
 
 
 @contextlib.contextmanager
