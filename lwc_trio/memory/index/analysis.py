@@ -3,37 +3,67 @@
 `lwc page import` of many Pages spends about half of its time on work that needs only the
 Pages' text (splitting, counting and locating words, numbering them for the batch, stemming,
 links, grouping and encoding the postings) and half on work that needs the store (rows,
-SQLite). `AnalysisWorker` starts a second, isolated Python (`_BOOT`), which runs
-`indexer.BatchAnalyzer` on chunks of Pages sent through a pipe and sends the analyses back,
-then groups and encodes each batch's postings (`indexer.HeldPostings`), so the two halves
-run on two cores. The index written is the one an in-process write gives,
-value for value (a test compares them).
+SQLite). `AnalysisWorker` starts a second, isolated Python (`_BOOT`, `analysis_main.py`)
+that does the first half on the second core. The index written is the one an in-process
+write gives, value for value (a test compares them).
+
+**Requests** (this process to the worker), one `Request` each, of three kinds:
+
+- `ANALYZE`: a chunk of a write batch's Pages (`CHUNK` of them). The worker analyzes it
+  (`chunks.BatchAnalyzer`), keeps its postings (`held.HeldPostings`) and answers with the
+  Pages' analyses (`parts.without_postings`).
+- `GROUP`: every chunk of the batch is analyzed. It carries the postings of the chunks this
+  process analyzed itself (below). The worker answers with the batch's words and stems,
+  then groups the postings by term while the writer still writes the batch's last rows.
+- `PLACE`: the batch's documents written (`parts.Placed`: their places and doc ids; none
+  when every Page was unchanged). The worker answers with the batch's postings encoded,
+  part after part (`parts.EncodedPart`), which the writer stores as they come.
+
+**Answers** are `Answer`s (`ok` and a value, or a traceback: the worker then exits) in
+**frames**: a little-endian uint64 length, a byte (1: the request's last answer; `PLACE`
+has several), then a pickle. Only this module's own two processes exchange them, over
+their private pipes.
+
+**This process's side** (`AnalysisWorker`): `submit` queues a batch's `ANALYZE` requests,
+then its `GROUP` and `PLACE`; a feeder thread sends them in order, at most `_IN_FLIGHT`
+unanswered (the worker is never idle, and the rest stay here), `GROUP` once no chunk of
+its batch is being analyzed here and `PLACE` once the documents are known; a reader thread
+collects the answer frames, so neither process waits on a full pipe while the other does.
+`take` gives the Pages' analyses in order. When the writer needs a chunk the worker has not
+answered yet, it analyzes a chunk not sent yet itself (the last one, or the one it needs)
+instead of waiting, and that chunk's postings go with `GROUP`: both cores analyze until the
+writer has rows to write. `batch` then hands the writer's index buffer a `GroupedBatch`:
+its `words` are `GROUP`'s answer, its `parts` send `PLACE` and read the encoded postings.
+The parent submits at most one batch ahead of the one it writes, which bounds what is held.
+
+**The worker's side** (`analysis_main.py`) is a loop over requests with one batch's state:
+the postings it holds (collecting, from the first `ANALYZE` of a batch), then the batch
+being grouped (from `GROUP` to `PLACE`), then nothing held again. A request out of that
+order is an error.
 
 The worker sits in its own process group (a Ctrl-C at the terminal reaches only `lwc`, which
 decides what is kept) and ends when its input closes; `close` ends it in every case. A
-worker whose parent is gone (killed) ends quietly at its next answer. Frames
-are a little-endian uint64 length and a byte (1: the last answer to its request; a batch's
-postings come in several frames), then a pickle; only this module's own processes exchange
-them, over their private pipes.
+worker whose parent is gone (killed) ends quietly at its next answer. The standard
+library's process pools were not used: the postings a batch's chunks leave in the worker
+would have to travel back to this process (pickled, about as large as the batch's text) to
+be grouped here, the cost this design avoids.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import os
+import enum
 import pickle
 import queue
-import signal
 import struct
 import subprocess
 import sys
 import threading
-import traceback
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.index.document import PageAnalysis
@@ -41,17 +71,30 @@ from lwc_trio.memory.index.parts import (
     AnalyzedChunk,
     EncodedPart,
     Held,
+    PageText,
     Placed,
     held,
     without_postings,
 )
 
-__all__ = ["CHUNK", "AnalysisWorker", "Analyzed", "main"]
+if TYPE_CHECKING:
+    from lwc_trio.memory.index.chunks import BatchAnalyzer
+
+__all__ = [
+    "CHUNK",
+    "AnalysisWorker",
+    "Analyzed",
+    "Answer",
+    "Kind",
+    "Request",
+    "read_frame",
+    "write_frame",
+]
 
 CHUNK = 250
 """Pages per request: the writer starts on a chunk's Pages while the next is analyzed."""
 _IN_FLIGHT = 2
-"""Chunks sent to the worker and not answered yet, at most."""
+"""Requests sent to the worker and not answered yet, at most."""
 _FRAME = struct.Struct("<QB")
 """A frame's header: its length, and 1 when it is its request's last answer."""
 _PACKAGE = Path(__file__).resolve().parents[2]
@@ -63,7 +106,7 @@ spec = importlib.util.spec_from_file_location(
 package = importlib.util.module_from_spec(spec)
 sys.modules["lwc_trio"] = package
 spec.loader.exec_module(package)
-from lwc_trio.memory.index.analysis import main
+from lwc_trio.memory.index.analysis_main import main
 sys.exit(main())
 """
 """The worker's start. `python -I` puts neither the working directory (a cloned repository
@@ -71,9 +114,58 @@ holding a `queue.py` or `pickle.py`) nor PYTHONPATH on `sys.path`, so the worker
 standard library and installed packages only, and loads `lwc_trio` from the very folder
 this process loaded it from (a checkout or another release on PYTHONPATH included)."""
 _NOTHING_PLACED = Placed(array("i"), array("i"), array("i"), [])
-_GROUP, _PLACE = -1, -2
-"""The numbers of a batch's two last requests: group its postings (sent once every chunk
-is analyzed), then encode them for the documents written (sent once they are)."""
+_NO_CHUNK = -1
+"""The chunk number of a `GROUP` or `PLACE` request (an `ANALYZE`'s counts from 0)."""
+_OUT_OF_STEP = "the page analysis process answered out of step"
+
+
+class Kind(enum.Enum):
+    """What a request asks of the worker (see the module's docstring)."""
+
+    ANALYZE = "analyze"
+    GROUP = "group"
+    PLACE = "place"
+
+
+class Request(NamedTuple):
+    """One request, as it travels to the worker."""
+
+    kind: Kind
+    new_batch: bool
+    """The first request of a write batch: the worker numbers the batch's keys anew."""
+    pages: list[PageText]
+    """`ANALYZE`'s Pages (slug, title, summary, body)."""
+    start: int
+    """`ANALYZE`'s place of its first Page in the batch."""
+    held: list[Held]
+    """`GROUP`'s postings of the chunks this process analyzed itself."""
+    placed: Placed | None
+    """`PLACE`'s documents written."""
+
+
+class Answer(NamedTuple):
+    """One frame of the worker's answer: `ok` and the value, or the worker's traceback."""
+
+    ok: bool
+    value: object
+
+
+def read_frame(stream: IO[bytes]) -> tuple[bytes, bool] | None:
+    """The next frame and whether it is its request's last; None at the end."""
+    header = stream.read(_FRAME.size)
+    if len(header) < _FRAME.size:
+        return None
+    size, last = _FRAME.unpack(header)
+    data = stream.read(size)
+    return (data, bool(last)) if len(data) == size else None
+
+
+def write_frame(stream: IO[bytes], value: Request | Answer, *, last: bool = True) -> None:
+    """Send `value` as one frame (`last`: the last answer to its request)."""
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_FRAME.pack(len(data), last))
+    stream.write(data)
+    stream.flush()
 
 
 class Analyzed(NamedTuple):
@@ -84,119 +176,40 @@ class Analyzed(NamedTuple):
     """Its place in its batch: the worker holds its postings under it (`HeldPostings`)."""
 
 
-class _Chunk:
-    """A request to the worker: a chunk of a batch's Pages to analyze, or one of the
-    batch's two last requests (`_GROUP`, `_PLACE`: `AnalysisWorker.batch`)."""
+class _Queued:
+    """A request waiting to be sent, then to be answered (`AnalysisWorker`'s bookkeeping)."""
 
-    __slots__ = ("batch", "held", "number", "pages", "placed", "start")
+    __slots__ = ("batch", "held", "kind", "number", "pages", "placed", "start")
 
     def __init__(
-        self, number: int, batch: int, pages: list[tuple[str, str, str | None, str]], start: int
+        self, kind: Kind, number: int, batch: int, pages: list[PageText], start: int
     ) -> None:
+        self.kind = kind
         self.number = number
+        """An `ANALYZE` request's chunk number (in submission order, across batches)."""
         self.batch = batch
         self.pages = pages
         self.start = start
         """The place of its first Page in the batch."""
         self.held: list[Held] = []
-        """`_GROUP`'s: the postings of the batch's chunks analyzed here."""
+        """`GROUP`'s: the postings of the batch's chunks analyzed here."""
         self.placed: Placed | None = None
-        """`_PLACE`'s: the documents written. It is sent once they are known."""
+        """`PLACE`'s: the documents written. It is sent once they are known."""
 
-
-def _read_frame(stream: IO[bytes]) -> tuple[bytes, bool] | None:
-    """The next frame and whether it is its request's last; None at the end."""
-    header = stream.read(_FRAME.size)
-    if len(header) < _FRAME.size:
-        return None
-    size, last = _FRAME.unpack(header)
-    data = stream.read(size)
-    return (data, bool(last)) if len(data) == size else None
-
-
-def _write_frame(stream: IO[bytes], value: Any, *, last: bool = True) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_FRAME.pack(len(data), last))
-    stream.write(data)
-    stream.flush()
-
-
-def main() -> int:
-    """The worker: analyze each request until the input closes or nobody reads the answers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C stops
-    try:
-        return _serve(sys.stdin.buffer, sys.stdout.buffer)
-    except BrokenPipeError:
-        # The parent is gone: nobody reads the answers, and its terminal wants no traceback
-        # (nor the one Python would print flushing stdout at exit).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> int:
-    from lwc_trio.memory.index.chunks import BatchAnalyzer
-    from lwc_trio.memory.index.held import HeldBatch, HeldPostings
-
-    analyzer = BatchAnalyzer(first=0)
-    kept = HeldPostings()
-    batch: HeldBatch | None = None
-    failed: str | None = None
-    """The batch's grouping failed after its words were sent: `_PLACE`'s answer."""
-    while (request := _read_frame(stdin)) is not None:
-        number, new_batch, pages, start, theirs, placed = pickle.loads(request[0])
-        try:
-            if number == _GROUP:  # every chunk analyzed: the writer's postings come too
-                for chunk in theirs:
-                    kept.hold(chunk)
-                batch = kept.group()
-                _write_frame(stdout, ("ok", batch.words()))
-                try:
-                    batch.group()  # while the writer writes the batch's last rows
-                except Exception:
-                    failed = traceback.format_exc(limit=5)
-                continue
-            if number == _PLACE:  # the documents written: the postings encoded, in parts
-                if failed is not None:
-                    raise RuntimeError(failed)
-                if batch is None:
-                    raise RuntimeError("a batch's documents came before its postings")
-                parts, batch = batch.parts(placed), None
-                for part in parts:
-                    _write_frame(stdout, ("ok", part), last=False)
-                answer: tuple[str, Any] = ("ok", None)
-            elif new_batch and (len(kept) or batch is not None):
-                raise RuntimeError("a write batch began before the last one was grouped")
-            else:
-                analyzed = analyzer.chunk(pages, new_batch=new_batch)
-                kept.hold(held(analyzed, start))
-                answer = ("ok", without_postings(analyzed, start))
-        except Exception:
-            answer = ("error", traceback.format_exc(limit=5))
-        _write_frame(stdout, answer)
-        if answer[0] == "error":
-            return 1
-    return 0
+    def request(self, new_batch: bool) -> Request:
+        return Request(self.kind, new_batch, self.pages, self.start, self.held, self.placed)
 
 
 class AnalysisWorker:
-    """The parent's side: `submit` a write batch's Pages, `take` their analyses in order,
+    """This process's side: `submit` a write batch's Pages, `take` their analyses in order,
     then have the worker group and encode the batch's postings (`batch`, a `GroupedBatch`).
-
-    A feeder thread sends the chunks (two at a time at most: the worker is never idle, and
-    the rest stay here) and a reader thread collects the answers, so neither process ever
-    waits on a full pipe while the other does. When the writer needs a chunk the worker has
-    not answered yet, it analyzes one of the chunks not sent yet itself (the last one, or
-    the one it needs) instead of waiting: both cores analyze until the writer has rows to
-    write. The worker keeps the postings of the chunks it analyzed; those of the chunks
-    analyzed here go with the request to group (`_GROUP`, queued after the batch's chunks
-    and sent once none of them is being analyzed here). The worker answers with the batch's
-    words and groups the postings by term while the writer still writes the batch's rows;
-    at the flush the writer sends the documents written (`_PLACE`), writes the words, and
-    writes the postings the worker encodes meanwhile, part after part, as they come: the
-    second core does that part of the flush too. The parent submits at most one batch ahead
-    of the one it writes, which bounds what is held in memory."""
+    See the module's docstring for the requests, the threads and who analyzes what."""
 
     def __init__(self) -> None:
+        # Deferred for start-up speed: the analyzer needs numpy (~0.1 s), which a write too
+        # small for a second process never loads.
+        from lwc_trio.memory.index.chunks import BatchAnalyzer
+
         self._process = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, str(_PACKAGE / "__init__.py"), str(_PACKAGE)],
             stdin=subprocess.PIPE,
@@ -205,21 +218,19 @@ class AnalysisWorker:
             process_group=0,
         )
         self._lock = threading.Condition()
-        self._queued: collections.deque[_Chunk] = collections.deque()
-        """Chunks submitted and not sent to the worker yet (the feeder takes the first,
-        `take` may analyze the last or the first itself)."""
-        self._sent: collections.deque[_Chunk] = collections.deque()
+        self._queued: collections.deque[_Queued] = collections.deque()
+        """Requests submitted and not sent to the worker yet (the feeder takes the first,
+        `take` may analyze the last `ANALYZE` or the first itself)."""
+        self._sent: collections.deque[_Queued] = collections.deque()
         self._closing = False
         self._slots = threading.Semaphore(_IN_FLIGHT)
         self._answers: queue.SimpleQueue[tuple[bytes, bool] | None] = queue.SimpleQueue()
-        from lwc_trio.memory.index.chunks import BatchAnalyzer
-
-        self._local = BatchAnalyzer(first=1)
+        self._local: BatchAnalyzer = BatchAnalyzer(first=1)
         self._local_batch = -1
         self._done: dict[int, AnalyzedChunk] = {}
         """Chunks `take` analyzed itself, by number (their postings go to the worker)."""
         self._analyzing = 0
-        """Chunks taken from the queue and being analyzed here: the batch's `_GROUP`
+        """Chunks taken from the queue and being analyzed here: the batch's `GROUP`
         request waits for their postings."""
         self._batches = 0
         self._chunks = 0
@@ -245,35 +256,27 @@ class AnalysisWorker:
                         self._lock.wait()
                     if self._closing:
                         return
-                    chunk = self._queued.popleft()
-                    self._sent.append(chunk)
-                new_batch, batch = chunk.batch != batch, chunk.batch
-                request = (
-                    chunk.number,
-                    new_batch,
-                    chunk.pages,
-                    chunk.start,
-                    chunk.held,
-                    chunk.placed,
-                )
-                _write_frame(stdin, request)
+                    queued = self._queued.popleft()
+                    self._sent.append(queued)
+                new_batch, batch = queued.batch != batch, queued.batch
+                write_frame(stdin, queued.request(new_batch))
         except (BrokenPipeError, ValueError, OSError):
             pass  # the worker is gone: `take` says so
         finally:
             with contextlib.suppress(OSError):
                 stdin.close()
 
-    def _waits(self, chunk: _Chunk) -> bool:
-        """Whether the request `chunk`, first in the queue, must wait (the lock held)."""
-        if chunk.number == _GROUP:
+    def _waits(self, queued: _Queued) -> bool:
+        """Whether `queued`, first in the queue, must wait (the lock held)."""
+        if queued.kind is Kind.GROUP:
             return self._analyzing > 0
-        return chunk.number == _PLACE and chunk.placed is None
+        return queued.kind is Kind.PLACE and queued.placed is None
 
     def _collect(self) -> None:
         stdout = self._process.stdout
         assert stdout is not None
         try:
-            while (frame := _read_frame(stdout)) is not None:
+            while (frame := read_frame(stdout)) is not None:
                 self._answers.put(frame)
                 if frame[1]:
                     self._slots.release()
@@ -281,18 +284,18 @@ class AnalysisWorker:
             pass
         self._answers.put(None)
 
-    def submit(self, pages: Sequence[tuple[str, str, str | None, str]]) -> None:
+    def submit(self, pages: Sequence[PageText]) -> None:
         """Queue one write batch's Pages (slug, title, summary, body) for analysis, then
         the grouping of its postings (`batch`)."""
         with self._lock:
             for start in range(0, len(pages), CHUNK):
-                chunk = _Chunk(
-                    self._chunks, self._batches, list(pages[start : start + CHUNK]), start
+                chunk = list(pages[start : start + CHUNK])
+                self._queued.append(
+                    _Queued(Kind.ANALYZE, self._chunks, self._batches, chunk, start)
                 )
-                self._queued.append(chunk)
                 self._chunks += 1
-            self._queued.append(_Chunk(_GROUP, self._batches, [], 0))
-            self._queued.append(_Chunk(_PLACE, self._batches, [], 0))
+            for kind in (Kind.GROUP, Kind.PLACE):
+                self._queued.append(_Queued(kind, _NO_CHUNK, self._batches, [], 0))
             self._batches += 1
             self._lock.notify_all()
 
@@ -303,21 +306,21 @@ class AnalysisWorker:
         self._current = self._split(self._chunk())
         return next(self._current)
 
-    def _analyze(self, chunk: _Chunk) -> None:
-        """Analyze `chunk` (taken from the queue, `_analyzing` counted) here; its postings
-        go with its batch's `_GROUP` request, still queued."""
+    def _analyze(self, queued: _Queued) -> None:
+        """Analyze `queued` (taken from the queue, `_analyzing` counted) here; its postings
+        go with its batch's `GROUP` request, still queued."""
         try:
-            new_batch, self._local_batch = chunk.batch != self._local_batch, chunk.batch
-            analyzed = self._local.chunk(chunk.pages, new_batch=new_batch)
-            self._done[chunk.number] = without_postings(analyzed, chunk.start)
+            new_batch, self._local_batch = queued.batch != self._local_batch, queued.batch
+            analyzed = self._local.chunk(queued.pages, new_batch=new_batch)
+            self._done[queued.number] = without_postings(analyzed, queued.start)
             with self._lock:
-                request = next(
-                    (r for r in self._queued if r.number == _GROUP and r.batch == chunk.batch),
+                group = next(
+                    (r for r in self._queued if r.kind is Kind.GROUP and r.batch == queued.batch),
                     None,
                 )
-                if request is None:  # sent without this chunk's postings: never
+                if group is None:  # sent without this chunk's postings: never
                     raise RuntimeError("a batch's grouping request left before its postings")
-                request.held.append(held(analyzed, chunk.start))
+                group.held.append(held(analyzed, queued.start))
         finally:
             with self._lock:
                 self._analyzing -= 1
@@ -346,14 +349,16 @@ class AnalysisWorker:
         found = self._done.pop(number, None)
         if found is not None:
             return found
-        answer: AnalyzedChunk = self._answer(number)
+        answer = self._answer(number)
+        if not isinstance(answer, AnalyzedChunk):
+            raise WikiError("internal_error", _OUT_OF_STEP)
         return answer
 
-    def _last_queued(self) -> _Chunk | None:
-        """Take the last chunk not sent yet, if any: the batch's two last requests, last in
+    def _last_queued(self) -> _Queued | None:
+        """Take the last chunk not sent yet, if any: the batch's `GROUP` and `PLACE`, last in
         the queue, stay there."""
         queued = self._queued
-        if len(queued) < 3 or queued[-3].number < 0:
+        if len(queued) < 3 or queued[-3].kind is not Kind.ANALYZE:
             return None
         ends = queued.pop(), queued.pop()
         chunk = queued.pop()
@@ -365,12 +370,21 @@ class AnalysisWorker:
         postings (those of the chunks analyzed here too) as the worker groups them."""
         return _WorkerBatch(self)
 
+    def words(self) -> tuple[list[str], list[str]]:
+        """`GROUP`'s answer for the batch whose Pages were all taken: its body words and,
+        aligned, their stems."""
+        words = self._answer(_NO_CHUNK, Kind.GROUP)
+        if not (isinstance(words, tuple) and len(words) == 2):
+            raise WikiError("internal_error", _OUT_OF_STEP)
+        found: tuple[list[str], list[str]] = words
+        return found
+
     def place(self, placed: Placed) -> Iterator[EncodedPart]:
         """Send the documents written of the batch whose Pages were all taken; its
         postings encoded by the worker, part after part, read as they are asked for
-        (after its words: `_WorkerBatch.words`)."""
+        (after its words: `words`)."""
         with self._lock:
-            request = next((r for r in self._queued if r.number == _PLACE), None)
+            request = next((r for r in self._queued if r.kind is Kind.PLACE), None)
             if request is None or request.placed is not None:
                 raise RuntimeError("no batch is waiting for its documents")
             request.placed = placed
@@ -379,29 +393,32 @@ class AnalysisWorker:
 
     def _parts(self) -> Iterator[EncodedPart]:
         while True:
-            part, last = self._frame(_PLACE)
+            part, last = self._frame(_NO_CHUNK, Kind.PLACE)
             if last:
                 return
+            if not isinstance(part, tuple):
+                raise WikiError("internal_error", _OUT_OF_STEP)
             yield part
 
     def discard(self) -> None:
         """The batch whose Pages were all taken is not written (every Page unchanged):
         the worker drops its postings."""
         parts = self.place(_NOTHING_PLACED)
-        self._answer(_GROUP)
+        self._answer(_NO_CHUNK, Kind.GROUP)
         for _part in parts:
-            raise WikiError("internal_error", "the page analysis process answered out of step")
+            raise WikiError("internal_error", _OUT_OF_STEP)
 
-    def _answer(self, number: int) -> Any:
-        """The worker's answer to the request `number`, which must be its next."""
-        value, last = self._frame(number)
+    def _answer(self, number: int, kind: Kind = Kind.ANALYZE) -> object:
+        """The worker's answer to the request of `kind` (an `ANALYZE`'s: to chunk
+        `number`), which must be its next."""
+        value, last = self._frame(number, kind)
         if not last:
-            raise WikiError("internal_error", "the page analysis process answered out of step")
+            raise WikiError("internal_error", _OUT_OF_STEP)
         return value
 
-    def _frame(self, number: int) -> tuple[Any, bool]:
-        """The worker's next answer frame, which must answer the request `number`, and
-        whether it is that request's last."""
+    def _frame(self, number: int, kind: Kind = Kind.ANALYZE) -> tuple[object, bool]:
+        """The worker's next answer frame, which must answer the request of `kind` (and
+        chunk `number`), and whether it is that request's last."""
         frame = self._answers.get()
         if frame is None:
             # The worker is gone: whatever was asked (sent or not yet, the feeder may not
@@ -416,17 +433,24 @@ class AnalysisWorker:
         with self._lock:
             if not self._sent:
                 raise WikiError("internal_error", "the page analysis process answered unasked")
-            chunk = self._sent.popleft() if frame[1] else self._sent[0]
-        status, value = pickle.loads(frame[0])
-        if status != "ok":
-            raise WikiError("internal_error", f"the page analysis process failed:\n{value}")
-        if chunk.number != number or (number >= 0 and len(value.pages) != len(chunk.pages)):
-            raise WikiError("internal_error", "the page analysis process answered out of step")
+            sent = self._sent.popleft() if frame[1] else self._sent[0]
+        answer = pickle.loads(frame[0])
+        if not isinstance(answer, Answer):
+            raise WikiError("internal_error", _OUT_OF_STEP)
+        if not answer.ok:
+            raise WikiError("internal_error", f"the page analysis process failed:\n{answer.value}")
+        if sent.kind is not kind or sent.number != number:
+            raise WikiError("internal_error", _OUT_OF_STEP)
+        value = answer.value
+        if kind is Kind.ANALYZE and not (
+            isinstance(value, AnalyzedChunk) and len(value.pages) == len(sent.pages)
+        ):
+            raise WikiError("internal_error", _OUT_OF_STEP)
         return value, frame[1]
 
     def _split(self, chunk: AnalyzedChunk) -> Iterator[Analyzed]:
         if chunk.held < 0:
-            raise WikiError("internal_error", "the page analysis process answered out of step")
+            raise WikiError("internal_error", _OUT_OF_STEP)
         for place, page in enumerate(chunk.pages, chunk.held):
             yield Analyzed(page, place)
 
@@ -456,8 +480,7 @@ class _WorkerBatch:
         self._worker = worker
 
     def words(self) -> tuple[list[str], list[str]]:
-        words: tuple[list[str], list[str]] = self._worker._answer(_GROUP)
-        return words
+        return self._worker.words()
 
     def parts(self, placed: Placed) -> Iterator[EncodedPart]:
         return self._worker.place(placed)

@@ -27,16 +27,13 @@ from lwc_trio.memory.index.document import (
     keyed_by_words,
     short_terms,
 )
-from lwc_trio.memory.index.parts import AnalyzedChunk
+from lwc_trio.memory.index.parts import AnalyzedChunk, PageText
 from lwc_trio.memory.text.bodies import Bodies, ascii_bodies, hashed
 from lwc_trio.memory.text.fields import SNIPPET_SCAN, is_generic, snippet_text
 from lwc_trio.memory.text.links import extract_links
 from lwc_trio.memory.text.tokenize import stem_words
 
-__all__ = ["BatchAnalyzer", "PageText"]
-
-PageText = tuple[str, str, "str | None", str]
-"""A Page's slug, title, summary and body."""
+__all__ = ["BatchAnalyzer"]
 
 Vocabulary = tuple[
     NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64], NDArray[np.int32]

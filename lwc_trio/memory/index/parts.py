@@ -25,6 +25,7 @@ __all__ = [
     "EncodedPart",
     "GroupedBatch",
     "Held",
+    "PageText",
     "Placed",
     "held",
     "without_postings",
@@ -64,6 +65,9 @@ class GroupedBatch(Protocol):
         they are read (`grouping.encoded_parts`); asked for at once, read after `words`."""
         ...
 
+
+PageText = tuple[str, str, "str | None", str]
+"""A Page's slug, title, summary and body, as a batch's analysis reads it."""
 
 ChunkColumns = tuple["array[int]", "array[int]", "array[int]"]
 """A chunk's postings, Page after Page: key numbers, weighted counts, first offsets."""

@@ -45,6 +45,7 @@ from lwc_trio.memory.index.inputs import (
     validate_page,
 )
 from lwc_trio.memory.index.migrations import open_writer
+from lwc_trio.memory.index.parts import PageText
 from lwc_trio.memory.index.reads import (
     GraphBuilt,
     Imported,
@@ -147,7 +148,7 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _texts(pages: list[PageInput]) -> list[tuple[str, str, str | None, str]]:
+def _texts(pages: list[PageInput]) -> list[PageText]:
     return [(page.slug, page.title, page.summary, page.body) for page in pages]
 
 
