@@ -151,14 +151,16 @@ def _rows(conn: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> Ite
         raise _invalid(f"LWC {table} {where}: cannot be read ({exc})") from None
 
 
-def _decode(raw: tuple[Any, ...], table: str, number: int, columns: tuple[str, ...]) -> list[Any]:
-    row: list[Any] = []
+def _decode(
+    raw: tuple[object, ...], table: str, number: int, columns: tuple[str, ...]
+) -> list[object]:
+    row: list[object] = []
     for index, column in enumerate(columns):
         kind, value = raw[2 * index], raw[2 * index + 1]
         # typeof() is text too, so it comes back as bytes under text_factory=bytes.
-        if kind == b"text":
+        if kind == b"text" and isinstance(value, bytes):
             try:
-                value = bytes(value).decode("utf-8")
+                value = value.decode("utf-8")
             except UnicodeDecodeError:
                 raise _invalid(f"LWC {table} row {number}: {column} is not valid UTF-8") from None
         elif kind == b"blob":
@@ -186,7 +188,9 @@ def _where(table: str, number: int, key: object = None) -> str:
     return f"LWC {table} row {number}" + (f" ({key!r})" if isinstance(key, str) else "")
 
 
-def _text(value: Any, where: str, field: str, *, limit: int | None, optional: bool = False) -> Any:
+def _text(
+    value: object, where: str, field: str, *, limit: int | None, optional: bool = False
+) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
@@ -201,14 +205,14 @@ def _text(value: Any, where: str, field: str, *, limit: int | None, optional: bo
     return value
 
 
-def _timestamp(value: Any, where: str, field: str) -> str:
+def _timestamp(value: object, where: str, field: str) -> str:
     text = str(_text(value, where, field, limit=FIELD_LIMITS["timestamp"]))
     if not _TIMESTAMP.fullmatch(text):
         raise _invalid(f"{where}: {field} {text!r} is not an ISO 8601 timestamp")
     return text
 
 
-def _slug(value: Any, where: str, field: str) -> str:
+def _slug(value: object, where: str, field: str) -> str:
     slug = str(_text(value, where, field, limit=FIELD_LIMITS["slug"]))
     problem = slug_problem(slug)
     if problem is not None:

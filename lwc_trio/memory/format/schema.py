@@ -222,7 +222,7 @@ def lwc_header_version(head: bytes) -> int | None:
     """`LWC_USER_VERSION` when the 100-byte header `head` is an LWC 0.16 store's, else None.
 
     LWC 0.16 writes `user_version` 16 and keeps its file in WAL mode (header bytes 18 and 19
-    are 2); the lwc CLI never writes WAL, and its own stores keep `user_version` 0. Any other
+    are 2); the lwc CLI never writes WAL, and its own stores keep `user_version` 0. Another
     `user_version` (a user's `PRAGMA user_version = 5` on an lwc store, another tool's file)
     is not taken for LWC: the schema check decides what the file is.
     """

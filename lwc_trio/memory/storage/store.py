@@ -427,7 +427,7 @@ def opening_error(exc: sqlite3.Error) -> StoreError:
 def write_transaction(conn: sqlite3.Connection, *, content: bool) -> Iterator[None]:
     """One atomic write: `BEGIN IMMEDIATE` ... bump revisions ... `COMMIT`.
 
-    `content=True` also bumps `content_revision` (Page, Source or link changes). Any exception,
+    `content=True` also bumps `content_revision` (Page, Source or link changes). Every exception,
     Ctrl-C included, rolls back: the previous revision stays intact.
     """
     try:
