@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from lwc_trio.cli.parser import Bounded, build_parser, effective_scope
+from lwc_trio.cli.options import Bounded, effective_scope
+from lwc_trio.cli.parser import build_parser
 
 FLAGS = (argparse._StoreTrueAction, argparse._StoreConstAction, argparse._HelpAction,
          argparse._VersionAction)  # fmt: skip

@@ -41,6 +41,7 @@ from lwc_trio.agents.doctor import host_section
 from lwc_trio.agents.gates import host_gates
 from lwc_trio.agents.merge import CODEGRAPH_WARNING, TRANSPORT_KEYS
 from lwc_trio.agents.status import status_rows
+from lwc_trio.cli.options import examples
 from lwc_trio.cli.output import emit, fail, wants_json
 from lwc_trio.exceptions import PathRuleError, UsageError
 from lwc_trio.paths import validate_workspace
@@ -411,8 +412,6 @@ def _scope_flags(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `agent install|status|uninstall` and `doctor` to the `lwc` parser."""
-    from lwc_trio.cli.parser import examples
-
     hosts = host_names()
     agent = sub.add_parser(
         "agent", parents=[common], help="register lwc with agent hosts",

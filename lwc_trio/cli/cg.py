@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lwc_trio.cli.options import examples
 from lwc_trio.cli.output import emit, fail, wants_json
 from lwc_trio.codegraph.index import (
     DB_NAME,
@@ -283,8 +284,6 @@ def _init(args: argparse.Namespace) -> int:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `cg install|init|status` to the `lwc` parser."""
-    from lwc_trio.cli.parser import examples
-
     cg = sub.add_parser(
         "cg", parents=[common], help="the CodeGraph runtime and code index",
         epilog=examples("lwc cg install", "lwc cg init"),

@@ -7,16 +7,17 @@ completion code and never starts Python.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import Any
+
+from lwc_trio.cli.options import examples
 
 SHELLS = ("bash", "zsh")
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add `completion` to the command tree."""
-    from lwc_trio.cli.parser import examples
-
+def register(sub: Any, common: argparse.ArgumentParser, tree: argparse.ArgumentParser) -> None:
+    """Add `completion` to the command tree `tree` (whose script it prints)."""
     p = sub.add_parser(
         "completion", parents=[common], help="print a shell completion script",
         description="Print a completion script for bash or zsh, generated from lwc's own "
@@ -25,15 +26,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                         "lwc completion zsh > \"${fpath[1]}/_lwc\""),
     )  # fmt: skip
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in: bash or zsh")
-    p.set_defaults(func=run)
+    p.set_defaults(func=functools.partial(run, tree))
 
 
-def run(args: argparse.Namespace) -> int:
-    """The `completion` command: the script on stdout."""
+def run(tree: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The `completion` command: the script of `tree` on stdout."""
+    # Deferred for start-up speed: only this command needs shtab.
     import shtab
 
-    from lwc_trio.cli.parser import build_parser
-
-    script = shtab.complete(build_parser(), shell=args.shell)
+    script = shtab.complete(tree, shell=args.shell)
     sys.stdout.write(script if script.endswith("\n") else script + "\n")
     return 0

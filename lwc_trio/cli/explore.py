@@ -12,25 +12,25 @@ from pathlib import Path
 from typing import Any
 
 from lwc_trio import __version__
+from lwc_trio.cli.options import Bounded, common_options, examples
 from lwc_trio.cli.output import emit, fail, style, wants_json
 from lwc_trio.config import ServerConfig
+from lwc_trio.faults import FaultPlan
+from lwc_trio.protocol.tool import (
+    DEFAULT_MAX_DOCUMENTS,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_TOKENS,
+    LIMIT_MAX,
+    LIMIT_MIN,
+    MAX_TOKENS_MAX,
+    MAX_TOKENS_MIN,
+)
 
 SCOPES = {"project": frozenset({"project"}), "global": frozenset({"global"})}
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `explore` to the command tree."""
-    from lwc_trio.cli.parser import Bounded, common_options, examples
-    from lwc_trio.protocol.tool import (
-        DEFAULT_MAX_DOCUMENTS,
-        DEFAULT_MAX_FILES,
-        DEFAULT_MAX_TOKENS,
-        LIMIT_MAX,
-        LIMIT_MIN,
-        MAX_TOKENS_MAX,
-        MAX_TOKENS_MIN,
-    )
-
     # Like the tool, explore reads every store unless --scope narrows it.
     p = sub.add_parser(
         "explore", parents=[common_options("all")], help="run lwc_explore once and print it",
@@ -82,10 +82,11 @@ def _workspace(project: Path, home: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """The `explore` command."""
+    # Deferred for start-up speed: trio and the actors load only when a query runs (every
+    # other command builds this module's parser).
     import trio
 
     from lwc_trio.actors.supervisor import Services
-    from lwc_trio.faults import FaultPlan
 
     env = dict(os.environ)
     home = Path(os.path.realpath(env.get("HOME") or os.path.expanduser("~")))

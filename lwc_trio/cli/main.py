@@ -34,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = _command_name(argv)
     previous = _quiet_signals() if command == "serve" else {}
     try:
+        # Deferred for start-up speed: argparse and the commands load after the signals.
         from lwc_trio.cli.parser import run
 
         return run(argv, command)

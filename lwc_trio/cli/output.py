@@ -147,7 +147,7 @@ SUGGEST_CUTOFF = 70.0
 
 def suggest(word: str, names: Iterable[str], *, limit: int = 3) -> list[str]:
     """The known `names` closest to a mistyped `word`, best first (none when nothing is close)."""
-    from rapidfuzz import fuzz, process
+    from rapidfuzz import fuzz, process  # deferred for start-up speed: only on a mistake
 
     choices = sorted(set(names))
     found = process.extract(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from lwc_trio import __version__
+from lwc_trio.cli.options import common_options, examples
 from lwc_trio.config import (
     DEFAULT_CODE_TIMEOUT,
     DEFAULT_HTTP_LISTEN,
@@ -27,6 +28,7 @@ from lwc_trio.config import (
 )
 from lwc_trio.exceptions import LwcError, PathRuleError, UsageError
 from lwc_trio.faults import FaultPlan
+from lwc_trio.paths import validate_workspace
 
 HTTP_ONLY: Final = (
     "http_listen",
@@ -45,8 +47,6 @@ ALLOW_SCOPES: Final = {
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `serve` to the command tree."""
-    from lwc_trio.cli.parser import common_options, examples
-
     p = sub.add_parser(
         "serve", parents=[common_options(ignored=True)], help="run the MCP server (needs --mcp)",
         description="Serve lwc_explore over the Model Context Protocol (stdio, or HTTP with "
@@ -123,7 +123,6 @@ def build_config(args: argparse.Namespace, env: dict[str, str]) -> ServerConfig:
                 raise UsageError(
                     "invalid_usage", f"{_FLAG_NAMES[name]} is only valid with --transport http"
                 )
-    from lwc_trio.paths import validate_workspace
 
     refusal: str | None = None
     try:
@@ -172,6 +171,7 @@ def _http_config(args: argparse.Namespace) -> HttpConfig:
         UsageError: malformed or unresolvable listen address, bad base path or
             allowed host, or a non-loopback address without remote mode (exit 2).
     """
+    # Deferred for start-up speed: only `--transport http` needs these.
     import ipaddress
     import socket
 
@@ -308,15 +308,17 @@ def _exit_now(code: int) -> NoReturn:
 
 
 def _run_http(config: ServerConfig, faults: FaultPlan) -> int:
+    # Deferred for start-up speed: every command builds this module's parser, only the
+    # server needs trio and the actors, and stdio start-up never pays for the HTTP stack.
     import trio
 
-    # Imported here so stdio start-up never pays for the HTTP stack.
     from lwc_trio.actors.http import serve_http
 
     return trio.run(serve_http, config, faults)
 
 
 def _run_stdio(config: ServerConfig, faults: FaultPlan) -> int:
+    # Deferred for start-up speed: every command builds this module's parser.
     import trio
 
     from lwc_trio.actors.stdio import serve_stdio

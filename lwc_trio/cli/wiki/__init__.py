@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lwc_trio.cli.parser import Bounded, examples
+from lwc_trio.cli.options import Bounded, examples
 from lwc_trio.cli.wiki.admin import (
     GRAPH_ENABLED,
     config_set,
@@ -47,7 +47,13 @@ DEFAULT_KIND = "concept"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the Wiki subcommands to the `lwc` parser."""
+    """Add the Wiki subcommands to the `lwc` parser (in the order `--help` lists them)."""
+    for add in (_add_init, _add_page, _add_source, _add_search, _add_settings, _add_transfer):
+        add(sub, common)
+
+
+def _add_init(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `init`."""
     init = sub.add_parser(
         "init", parents=[common], help="create a Wiki store in this directory",
         description="Create .lwc/wiki.db in the working directory (or $HOME/.lwc/wiki.db with "
@@ -65,6 +71,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     init.set_defaults(func=init_store)
 
+
+def _add_page(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `page put|show|list|remove|import`."""
     page = sub.add_parser(
         "page", parents=[common], help="write and read Wiki pages",
         epilog=examples("lwc page put auth-flow --title 'Auth flow' --file auth.md",
@@ -145,6 +154,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     bulk.add_argument("--strict", action="store_true", help=STRICT_HELP)
     bulk.set_defaults(func=page_import)
 
+
+def _add_source(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `source add|list|remove|show`."""
     source = sub.add_parser(
         "source", parents=[common], help="store and read source snapshots",
         epilog=examples("lwc source add docs/design.md", "lwc source list"),
@@ -190,6 +202,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     peek.set_defaults(func=source_show)
 
+
+def _add_search(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `search`."""
     search = sub.add_parser(
         "search", parents=[common], help="search the Wiki",
         description="The deterministic search lwc_explore uses: ranked Pages and Sources, "
@@ -203,6 +218,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     search.set_defaults(func=search_stores)
 
+
+def _add_settings(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `config set|show`, `graph build|status` and `repair`."""
     config = sub.add_parser(
         "config", parents=[common], help="store settings",
         epilog=examples("lwc config show", "lwc config set --graph enabled"),
@@ -252,6 +270,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     repair.set_defaults(func=repair_store)
 
+
+def _add_transfer(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add `export` and `import`."""
     export = sub.add_parser(
         "export", parents=[common], help="write the Wiki as Markdown files",
         epilog=examples("lwc export wiki-export/"),

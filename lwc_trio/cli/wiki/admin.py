@@ -13,7 +13,7 @@ from lwc_trio.cli.wiki.stores import (
     require_store,
     write_scope,
 )
-from lwc_trio.cli.work import record_work
+from lwc_trio.cli.work_records import record_work
 from lwc_trio.exceptions import UsageError
 from lwc_trio.memory.index.writer import Wiki
 
