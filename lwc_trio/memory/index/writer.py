@@ -10,23 +10,18 @@ to date; a bulk import's Pages are analyzed by a second process meanwhile (`anal
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-import attrs
-
 from lwc_trio.exceptions import StoreError, WikiError
 from lwc_trio.memory.format.limits import TITLE_MAX
-from lwc_trio.memory.format.schema import placeholders
 from lwc_trio.memory.format.segments import MAX_SEGMENTS
-from lwc_trio.memory.format.slugs import order_provenance
-from lwc_trio.memory.index import reads
+from lwc_trio.memory.index import page_rows, reads
 from lwc_trio.memory.index.analysis import AnalysisWorker, Analyzed
 from lwc_trio.memory.index.buffer import IndexBuffer
+from lwc_trio.memory.index.bulk import Ahead, batches, texts
 from lwc_trio.memory.index.graph import build_projection, refresh_projection, stale_before
 from lwc_trio.memory.index.indexing import (
     index_page,
@@ -45,7 +40,7 @@ from lwc_trio.memory.index.inputs import (
     validate_page,
 )
 from lwc_trio.memory.index.migrations import open_writer
-from lwc_trio.memory.index.parts import PageText
+from lwc_trio.memory.index.page_rows import PageRows
 from lwc_trio.memory.index.reads import (
     GraphBuilt,
     Imported,
@@ -92,42 +87,6 @@ REPAIR_VACUUM_SHARE = 4
 Progress = Callable[[int, int], None]
 
 
-def _batches(pages: Iterable[PageInput], size: int) -> Iterator[list[PageInput]]:
-    """`pages` in lists of `size` (the last one shorter)."""
-    iterator = iter(pages)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
-
-
-class _Ahead:
-    """The write batches of `put_pages`, the next one read ahead (`peek`) so that it can be
-    analyzed while the current one is written; an error reading it is raised where it
-    would have been without the read-ahead, when that batch is asked for (`next`)."""
-
-    def __init__(self, batches: Iterator[list[PageInput]]) -> None:
-        self._batches = batches
-        self._next: list[PageInput] | None = None
-        self._error: Exception | None = None
-        self._read = False
-
-    def peek(self) -> list[PageInput] | None:
-        if not self._read:
-            self._read = True
-            try:
-                self._next = next(self._batches, None)
-            except Exception as exc:  # raised by `next`, in its place
-                self._next, self._error = None, exc
-        return self._next
-
-    def next(self) -> list[PageInput] | None:
-        upcoming = self.peek()
-        self._read = False
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-        return upcoming
-
-
 def _start_worker() -> AnalysisWorker | None:
     """A second process for a bulk import's analysis; None (analyze here) when this process
     may run on one CPU only (it would only add the cost of sending the text) or when no
@@ -146,51 +105,6 @@ def _cpus() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         return os.cpu_count() or 1
-
-
-def _texts(pages: list[PageInput]) -> list[PageText]:
-    return [(page.slug, page.title, page.summary, page.body) for page in pages]
-
-
-def _stored_provenance(page: PageInput) -> list[str]:
-    values = set(page.provenance)
-    if page.sources:
-        values.add("source-grounded")
-    elif not values:
-        # The CLI is an explicit user action: an unqualified Page is the user's word.
-        values.add("user-provided")
-    return order_provenance(values)
-
-
-@attrs.define
-class _PageRows:
-    """The sources, provenance and links rows of the Pages a transaction (re)writes, written
-    together (`write`): six statements per batch instead of six per Page. Each Page is
-    written at most once per transaction, so deleting all of its old rows first and then
-    inserting the new ones is what one Page at a time would do."""
-
-    slugs: list[tuple[str]] = attrs.field(factory=list)
-    sources: list[tuple[str, str]] = attrs.field(factory=list)
-    provenance: list[tuple[str, str]] = attrs.field(factory=list)
-    links: list[tuple[str, str]] = attrs.field(factory=list)
-
-    def write(self, conn: sqlite3.Connection) -> None:
-        if not self.slugs:
-            return
-        for table, column in (
-            ("page_sources", "page_slug"),
-            ("page_provenance", "page_slug"),
-            ("links", "from_slug"),
-        ):
-            conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", self.slugs)
-        for statement, values in (
-            ("INSERT INTO page_sources (page_slug, source_id) VALUES (?, ?)", self.sources),
-            ("INSERT INTO page_provenance (page_slug, provenance) VALUES (?, ?)", self.provenance),
-            ("INSERT INTO links (from_slug, to_slug) VALUES (?, ?)", self.links),
-        ):
-            if values:
-                conn.executemany(statement, values)
-        self.slugs, self.sources, self.provenance, self.links = [], [], [], []
 
 
 class Wiki:
@@ -285,7 +199,7 @@ class Wiki:
         self,
         page: PageInput,
         now: str,
-        rows: _PageRows | None = None,
+        rows: PageRows | None = None,
         analyzed: Analyzed | None = None,
     ) -> str:
         """Insert or replace one Page in the open transaction: created, updated or unchanged.
@@ -293,35 +207,13 @@ class Wiki:
         Its sources, provenance and links go to `rows` (written by the caller before the
         transaction ends, for every Page of it at once), else are written here. `analyzed`
         is its analysis by an `AnalysisWorker`, else it is analyzed here."""
-        sources = sorted(set(page.sources))
-        if sources:
-            marks = placeholders(len(sources))
-            known = {
-                r[0]
-                for r in self.conn.execute(f"SELECT id FROM sources WHERE id IN ({marks})", sources)
-            }
-            missing = [ident for ident in sources if ident not in known]
-            if missing:
-                raise WikiError(
-                    "source_not_found", f"page {page.slug!r} cites unknown source {missing[0]!r}"
-                )
-        provenance = _stored_provenance(page)
         if analyzed is None:
-            links = extract_links(page.body, own_slug=page.slug)
+            body_links = extract_links(page.body, own_slug=page.slug)
         else:
-            links = analyzed.page.links
-        if page.links:
-            links = sorted(set(links).union(page.links) - {page.slug})
+            body_links = analyzed.page.links
+        planned = page_rows.plan(self.conn, page, body_links)
         existing = reads.page_record(self.conn, page.slug)
-        if existing is not None and (
-            existing["title"],
-            existing["kind"],
-            existing["summary"],
-            existing["body"],
-            existing["sources"],
-            existing["provenance"],
-            existing["links"],
-        ) == (page.title, page.kind, page.summary, page.body, sources, provenance, links):
+        if planned.matches(page, existing):
             return "unchanged"
         created_at = page.created_at or (existing["createdAt"] if existing else now)
         if existing is not None:  # while its old text is still there to analyze
@@ -332,11 +224,8 @@ class Wiki:
             (page.slug, page.title, page.kind, page.summary, page.body, created_at,
              page.updated_at or now),
         )  # fmt: skip
-        own = rows or _PageRows()
-        own.slugs.append((page.slug,))
-        own.sources.extend((page.slug, ident) for ident in sources)
-        own.provenance.extend((page.slug, value) for value in provenance)
-        own.links.extend((page.slug, target) for target in links)
+        own = rows or PageRows()
+        own.add(page.slug, planned)
         if rows is None:
             own.write(self.conn)
         if analyzed is None:
@@ -366,16 +255,16 @@ class Wiki:
         done = 0
         worker = _start_worker() if total >= ANALYSIS_WORKER_PAGES else None
         try:
-            batches = _Ahead(_batches(pages, batch))
-            chunk = batches.next()
+            ahead = Ahead(batches(pages, batch))
+            chunk = ahead.next()
             if worker is not None and chunk:
-                worker.submit(_texts(chunk))
+                worker.submit(texts(chunk))
             while chunk:
                 now = utc_now()
                 outcomes: list[str] = []
                 try:
                     with self._content_write(page.slug for page in chunk) as touched:
-                        rows = _PageRows()
+                        rows = PageRows()
                         outcomes = [
                             self._write_page(
                                 page, now, rows, None if worker is None else worker.take()
@@ -386,9 +275,9 @@ class Wiki:
                         touched.update(page.slug for page in chunk)
                         if worker is not None:
                             # The next batch is analyzed while this one is flushed.
-                            upcoming = batches.peek()
+                            upcoming = ahead.peek()
                             if upcoming:
-                                worker.submit(_texts(upcoming))
+                                worker.submit(texts(upcoming))
                         if all(outcome == "unchanged" for outcome in outcomes):
                             # Nothing changed: roll back so the revision does not move.
                             if worker is not None:
@@ -405,7 +294,7 @@ class Wiki:
                 done += len(chunk)
                 if progress is not None:
                     progress(done, total)
-                chunk = batches.next()
+                chunk = ahead.next()
         finally:
             if worker is not None:
                 worker.close()
@@ -526,7 +415,7 @@ class Wiki:
         try:
             with self._content_write(page.slug for page in pages) as touched:
                 added = [self._write_source(source, now) for source in sources]
-                rows = _PageRows()
+                rows = PageRows()
                 for done, page in enumerate(pages, start=1):
                     outcome = self._write_page(page, now, rows)
                     outcomes.append(outcome)
