@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import REPO
 
 Graph = dict[str, frozenset[str]]
@@ -42,23 +41,19 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "__main__": frozenset({"cli"}),
 }
 """Which folders each folder may import besides itself: the floors of the house. `base` is
-the package's leaf modules (`exceptions`, `config`, `paths`, `faults`, its version). The
+the package's leaf modules (`exceptions`, `config`, `paths`, `faults`, `programs`, its
+version). The
 memory plane's read side (`query`) and write side (`index`) never import each other;
 neither plane (`memory`, `codegraph`) imports the other; `protocol`, the sans-IO core,
 imports no plane."""
 
 PLANES = ("memory", "codegraph")
 
-AWAITED = frozenset({("lwc_trio.protocol.explore_result", "lwc_trio.codegraph.explore_output")})
-"""The one arrow from `protocol/` to a plane still there: `fit_state`, which issue 38 moves
-out of `codegraph/` on another branch. `test_protocol_imports_no_plane` (a strict xfail)
-fails as soon as it is gone: then delete this set and that test's mark."""
-
 
 def group(module: str) -> str:
     """The folder `module` belongs to (a key of `MAY_IMPORT`)."""
     parts = module.split(".")[1:]
-    if not parts or parts[0] in ("exceptions", "config", "paths", "faults"):
+    if not parts or parts[0] in ("exceptions", "config", "paths", "faults", "programs"):
         return "base"
     if parts[0] == "memory" and len(parts) > 1:
         return f"memory.{parts[1]}"
@@ -100,9 +95,7 @@ def upward(graph: Graph) -> list[str]:
         f"{source} -> {target}"
         for source, targets in graph.items()
         for target in targets
-        if group(source) != group(target)
-        and group(target) not in MAY_IMPORT[group(source)]
-        and (source, target) not in AWAITED
+        if group(source) != group(target) and group(target) not in MAY_IMPORT[group(source)]
     )
 
 
@@ -152,7 +145,6 @@ def test_no_import_circle() -> None:
     assert circles(import_graph(REPO)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="fit_state still lives in codegraph/ (issue 38 item 3)")
 def test_protocol_imports_no_plane() -> None:
     """The sans-IO core (`protocol/`) imports neither plane."""
     graph = import_graph(REPO)
