@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterator
-from typing import Any
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import PAGE_KEYS, page_from_mapping
@@ -108,13 +107,13 @@ def _single_quoted(value: str) -> tuple[str, str] | None:
     return None
 
 
-def _scalar(raw: str) -> Any:
+def _scalar(raw: str) -> object:
     """One YAML value written on its key's line: JSON (lwc's export, double-quoted YAML),
     single-quoted, or plain (a ` #` starts a comment, after a quoted value too)."""
     value = raw.strip()
     if not value:
         return None
-    quoted: tuple[Any, str] | None = None
+    quoted: tuple[object, str] | None = None
     if value.startswith("'"):
         quoted = _single_quoted(value)
     else:
@@ -157,11 +156,11 @@ def _entries(yaml: str) -> Iterator[tuple[str, str, list[str]]]:
         yield key, value, below
 
 
-def front_matter_fields(yaml: str) -> dict[str, Any]:
+def front_matter_fields(yaml: str) -> dict[str, object]:
     """The top-level keys of a YAML front matter whose value lwc can read (see the module
     docstring); a key whose value is a structure (a nested map, a list written as lines) maps
     to None."""
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for key, value, below in _entries(yaml):
         style = value.strip()
         if style[:1] in ("|", ">"):
@@ -243,7 +242,7 @@ def first_heading(body: str) -> str | None:
 # --------------------------------------------------------------------------------- pages
 
 
-def _as_text(key: str, value: Any) -> Any:
+def _as_text(key: str, value: object) -> object:
     """A YAML number written where a string belongs (`title: 404`) as the text it was."""
     if key in _TEXT_FIELDS and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)

@@ -26,7 +26,6 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange import walk
@@ -292,7 +291,7 @@ def _page_from_text(text: str, where: str) -> PageInput:
     return parse_page_text(text, name=where, stem=stem)
 
 
-def import_wiki(wiki: Wiki, source: Path, progress: Progress | None = None) -> dict[str, Any]:
+def import_wiki(wiki: Wiki, source: Path, progress: Progress | None = None) -> dict[str, int]:
     """Load an export tree into `wiki`: Sources first, then Pages in batches.
 
     Everything is parsed and checked (slugs, provenance, cited Sources present in the tree or

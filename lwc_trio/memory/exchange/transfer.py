@@ -14,7 +14,7 @@ import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange import walk
@@ -55,7 +55,7 @@ SOURCE_KEYS = ("id", "title", "origin", "content_hash", "created_at")
 _FENCE = "---"
 
 
-def format_front_matter(fields: Mapping[str, Any], keys: tuple[str, ...], body: str) -> str:
+def format_front_matter(fields: Mapping[str, object], keys: tuple[str, ...], body: str) -> str:
     """A document: front matter with `keys` in order (JSON values), then `body` verbatim."""
     lines = [_FENCE]
     lines += [f"{key}: {json.dumps(fields.get(key), ensure_ascii=False)}" for key in keys]
@@ -63,14 +63,14 @@ def format_front_matter(fields: Mapping[str, Any], keys: tuple[str, ...], body: 
     return "\n".join(lines) + "\n" + body
 
 
-def parse_front_matter(text: str, *, name: str) -> tuple[dict[str, Any], str] | None:
+def parse_front_matter(text: str, *, name: str) -> tuple[dict[str, object], str] | None:
     """`(fields, body)` of a document with front matter, None when it has none."""
     if not text.startswith(_FENCE + "\n"):
         return None
     end = text.find("\n" + _FENCE + "\n", len(_FENCE))
     if end < 0:
         raise WikiError("invalid_import", f"{name}: front matter is not closed by '---'")
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for number, line in enumerate(text[len(_FENCE) + 1 : end].split("\n"), start=2):
         if not line.strip():
             continue
@@ -85,7 +85,7 @@ def parse_front_matter(text: str, *, name: str) -> tuple[dict[str, Any], str] | 
     return fields, text[end + len(_FENCE) + 2 :]
 
 
-def _text(value: Any, field: str, where: str, *, optional: bool = False) -> str | None:
+def _text(value: object, field: str, where: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
@@ -93,12 +93,12 @@ def _text(value: Any, field: str, where: str, *, optional: bool = False) -> str 
     return value
 
 
-def optional_text(value: Any, field: str, where: str) -> str | None:
+def optional_text(value: object, field: str, where: str) -> str | None:
     """`value` when it is a string or None. Raises `WikiError` naming `field` otherwise."""
     return _text(value, field, where, optional=True)
 
 
-def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
+def _strings(value: object, field: str, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -106,7 +106,7 @@ def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def page_from_mapping(fields: Mapping[str, Any], *, where: str) -> PageInput:
+def page_from_mapping(fields: Mapping[str, object], *, where: str) -> PageInput:
     """A `PageInput` from decoded fields (`body` included). Raises `WikiError`."""
     unknown = sorted(set(fields) - {*PAGE_KEYS, "body"})
     if unknown:
