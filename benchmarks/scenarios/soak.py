@@ -24,7 +24,7 @@ Every response is checked: right id, exactly once (a cancelled id: at most once)
 and tool-result shape, the result echoes its own request (query, mode, scope), planes ready,
 the project store's revision at least that of the last write completed before the call was
 sent, the same memory object for the same (query, maxDocuments, scope, revision) and the same
-codeGraph object for the same (query, maxFiles) throughout, and nothing on stderr.
+codeGraph object for the same (query, projectPath, maxFiles) throughout, and nothing on stderr.
 
 Every `--sample-every` calls (default: calls / 20), once all outstanding answers are in, the
 server is sampled from /proc: VmRSS, open descriptors (/proc/PID/fd), Threads, its child

@@ -208,7 +208,15 @@ class Checker:
             self.fail(f"{where}: codeGraph shape: {str(code)[:200]}")
             return
         other = json.dumps(beside, sort_keys=True)
-        key = (args["query"], args.get("maxFiles") or 12, args.get("maxDocuments"), other)
+        # projectPath too: the code plane answers from the files under it, and whether two
+        # paths (the workspace, its src/) give the same text depends on the sources indexed.
+        key = (
+            args["query"],
+            args.get("projectPath"),
+            args.get("maxFiles") or 12,
+            args.get("maxDocuments"),
+            other,
+        )
         text = json.dumps(code, sort_keys=True)
         previous = self.code_seen.setdefault(key, text)
         if previous != text:
