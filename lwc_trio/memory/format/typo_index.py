@@ -38,9 +38,13 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory.format import segments
@@ -61,6 +65,9 @@ __all__ = [
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+_Found = TypeVar("_Found", str | None, bool)
+"""What a lookup remembers of a word: its stem (None: not in the vocabulary), or whether a
+title or path holds it."""
 
 MIN_WORD = 3
 """The shortest word kept (`fuzzy.MIN_FUZZY_TERM` − 1: the shortest one edit can reach)."""
@@ -157,7 +164,7 @@ class WordIndex:
     def __init__(self) -> None:
         self.shards: dict[tuple[int, str], tuple[str, ...]] = {}
         self.buckets: dict[int, tuple[str, ...]] = {}
-        self.signatures: dict[Hashable, Any] = {}
+        self.signatures: dict[Hashable, NDArray[np.uint32]] = {}
         """A group's key -> its words' character-set signatures (`fuzzy._narrowed`)."""
         self.too_large: set[Hashable] = set()
         """Keys of the groups past `GROUP_MAX` (kept empty)."""
@@ -275,7 +282,7 @@ class WordIndex:
             self._partial.pop(key, None)
             self.signatures.pop(key, None)
 
-    def _remember(self, table: dict[str, Any], found: Mapping[str, Any]) -> None:
+    def _remember(self, table: dict[str, _Found], found: Mapping[str, _Found]) -> None:
         with self._lock:
             if len(table) + len(found) > LOOKUPS_MAX:
                 table.clear()
@@ -421,10 +428,10 @@ class BoundIndex:
 
     def _looked_up(
         self,
-        known: dict[str, Any],
+        known: dict[str, _Found],
         keys: Collection[str],
-        look: Callable[[list[str]], dict[str, Any]],
-    ) -> dict[str, Any]:
+        look: Callable[[list[str]], dict[str, _Found]],
+    ) -> dict[str, _Found]:
         """`keys` -> what `look` finds for them, `_LOOKUP` at a time, each key looked up
         once for this revision (`known` remembers it)."""
         got = {k: known[k] for k in keys if k in known}
@@ -442,7 +449,7 @@ class BoundIndex:
         got = self._looked_up(self.index.stems, words, self._stems)
         return {w: stem for w in words if (stem := got.get(w)) is not None}
 
-    def _stems(self, chunk: list[str]) -> dict[str, Any]:
+    def _stems(self, chunk: list[str]) -> dict[str, str | None]:
         marks = placeholders(len(chunk))
         found: dict[str, str | None] = dict.fromkeys(chunk)
         for (term,) in self.conn.execute(
@@ -466,7 +473,7 @@ class BoundIndex:
         got = self._looked_up(self.index.titled, stems, self._titled)
         return {s for s, yes in got.items() if yes}
 
-    def _titled(self, chunk: list[str]) -> dict[str, Any]:
+    def _titled(self, chunk: list[str]) -> dict[str, bool]:
         found = dict.fromkeys(chunk, False)
         for term in segments.titled_among(self.conn, chunk):
             if term in found:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Container, Hashable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 from rapidfuzz import fuzz, process
@@ -30,6 +30,10 @@ from rapidfuzz.distance import OSA
 
 from lwc_trio.memory.format import segments
 from lwc_trio.memory.format.typo_index import BoundIndex, TypoBudget
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "MAX_CORRECTIONS",
@@ -46,6 +50,8 @@ __all__ = [
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+_Hit = TypeVar("_Hit", tuple[int, str, str], tuple[float, str, str])
+"""A correction: (distance or similarity, word, stem)."""
 Memo = dict[tuple[str, str, int], tuple[int, list[Any]]]
 """("near" | "similar", word, edits) -> (what finding it cost, `TypoBudget` words; found)."""
 
@@ -121,7 +127,7 @@ class Vocabulary:
     titled: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     """length -> the words whose stem is in some document's title or path (the title
     fill-up looks only there: other words could not fill anything)."""
-    signatures: dict[Hashable, Any] = attrs.field(factory=dict)
+    signatures: dict[Hashable, NDArray[np.uint32]] = attrs.field(factory=dict)
     """A group's key -> `signature` of each of its words, in its order (a numpy array,
     computed by the first scan of a large group: `_narrowed`). Keys: a length (its bucket),
     (length, first character) (that shard of `stems`), ("titled", length)."""
@@ -226,7 +232,7 @@ class _InMemory:
 
 class _Source(Protocol):
     memo: Memo
-    signatures: dict[Hashable, Any]
+    signatures: dict[Hashable, NDArray[np.uint32]]
     budget: TypoBudget | None
 
     def once(
@@ -244,8 +250,8 @@ def _source(vocab: Vocabulary | BoundIndex) -> _Source:
 
 
 def _charged(
-    source: _Source, key: tuple[str, str, int], find: Callable[[], tuple[int, list[Any]]]
-) -> list[Any] | None:
+    source: _Source, key: tuple[str, str, int], find: Callable[[], tuple[int, list[_Hit]]]
+) -> list[_Hit] | None:
     """What `find()` finds (once per revision: `Memo`), its cost charged to the request's
     budget; None when the budget was spent before (the word is left as it is)."""
     budget = source.budget
@@ -268,7 +274,7 @@ def near_words(vocab: Vocabulary | BoundIndex, word: str, edits: int) -> list[tu
     return [] if found is None else found
 
 
-def _near(source: _Source, word: str, edits: int) -> tuple[int, list[Any]]:
+def _near(source: _Source, word: str, edits: int) -> tuple[int, list[tuple[int, str, str]]]:
     """What `near_words` finds and its cost: the words of every group compared, and the
     candidates looked up."""
     hits: dict[str, int] = {}
@@ -337,7 +343,7 @@ def _narrowed(
         return words
     from lwc_trio.memory.query import vector  # numpy: imported by large stores only
 
-    def compute() -> Any:
+    def compute() -> NDArray[np.uint32]:
         return vector.signatures(words, n, SCAN_CHUNK * 8)
 
     sigs = source.once(source.signatures, key, compute)
@@ -346,7 +352,9 @@ def _narrowed(
     return list(map(words.__getitem__, vector.near_signatures(sigs, signature(word), most)))
 
 
-def _scan(word: str, words: Sequence[str], scorer: Any, cutoff: float) -> list[tuple[str, float]]:
+def _scan(
+    word: str, words: Sequence[str], scorer: Callable[..., float], cutoff: float
+) -> list[tuple[str, float]]:
     """`(candidate, score)` of `words` within `cutoff` of `word` by `scorer`, in slices of
     `SCAN_CHUNK` (the callers sort what they find, so the slicing cannot show)."""
     found: list[tuple[str, float]] = []
@@ -373,7 +381,9 @@ def similar_words(vocab: Vocabulary | BoundIndex, word: str) -> list[tuple[float
     return [] if found is None else found
 
 
-def _similar(vocab: Vocabulary | BoundIndex, source: _Source, word: str) -> tuple[int, list[Any]]:
+def _similar(
+    vocab: Vocabulary | BoundIndex, source: _Source, word: str
+) -> tuple[int, list[tuple[float, str, str]]]:
     """What `similar_words` finds and its cost (as `_near`'s)."""
     if len(word) < MIN_FUZZY_TERM:
         stem = _stems_of(vocab, [word]).get(word)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -215,7 +214,7 @@ def score(
             for at in range(0, len(ids), SLICE):
                 check()
                 end = at + SLICE
-                index: npt.NDArray[np.integer[Any]] = ids[at:end]
+                index: npt.NDArray[np.integer] = ids[at:end]
                 if universe is not None:
                     index = np.searchsorted(universe, index)
                 values[index] += w * tws[at:end] / dens[at:end]
