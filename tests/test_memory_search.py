@@ -26,7 +26,8 @@ from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryCancelled
 from lwc_trio.memory.query.fuzzy import build_vocabulary
 from lwc_trio.memory.query.passages import ELISION
-from lwc_trio.memory.query.search import Ranking, search_store
+from lwc_trio.memory.query.scoring import Ranking
+from lwc_trio.memory.query.search import search_store
 from lwc_trio.memory.text.tokenize import query_terms
 from lwc_trio.protocol.tool import MAX_TOKENS_MAX
 

@@ -30,8 +30,8 @@ from lwc_trio.memory.index.buffer import IndexBuffer
 from lwc_trio.memory.index.indexing import index_page, unindex_doc
 from lwc_trio.memory.index.inputs import PageInput
 from lwc_trio.memory.index.writer import Wiki
-from lwc_trio.memory.query import search, vector
-from lwc_trio.memory.query.search import best_first
+from lwc_trio.memory.query import scoring, vector
+from lwc_trio.memory.query.scoring import best_first
 from lwc_trio.memory.text.fields import SNIPPET_SCAN
 
 WORDS = [
@@ -301,8 +301,8 @@ def test_best_first_is_the_n_smallest_of_score_and_doc_id() -> None:
 
 def _random_prepared(
     rng: random.Random, terms: list[str], top: int
-) -> dict[str, list[search.Prepared]]:
-    segments: dict[str, list[search.Segment]] = {}
+) -> dict[str, list[scoring.Prepared]]:
+    segments: dict[str, list[scoring.Segment]] = {}
     for term in terms:
         for _seg in range(rng.randint(1, 3)):
             ids = sorted(rng.sample(range(1, top), rng.randint(1, 80)))
@@ -311,7 +311,7 @@ def _random_prepared(
             columns = (ids, tws, dls, [-1] * len(ids))
             a, b, c, d = (array("i", values) for values in columns)
             segments.setdefault(term, []).append((a, b, c, d))
-    return search.prepare(segments, 0.45, 1.35 / 117.3)
+    return scoring.prepare(segments, 0.45, 1.35 / 117.3)
 
 
 def test_numpy_scores_equal_the_python_loop_bit_for_bit(monkeypatch: Any) -> None:
@@ -323,9 +323,9 @@ def test_numpy_scores_equal_the_python_loop_bit_for_bit(monkeypatch: Any) -> Non
         top = rng.choice([300, 5_000, 2_000_000_000])
         prepared = _random_prepared(rng, terms, top)
         weighted = [(t, rng.uniform(0.1, 9.0), int(rng.random() < 0.7)) for t in terms]
-        expected, exact_docs = search.score_prepared(prepared, weighted)
-        monkeypatch.setattr(search, "VECTOR_MIN", 0)
-        scores = search.score(prepared, weighted)
+        expected, exact_docs = scoring.score_prepared(prepared, weighted)
+        monkeypatch.setattr(scoring, "VECTOR_MIN", 0)
+        scores = scoring.score(prepared, weighted)
         monkeypatch.undo()
         assert isinstance(scores, vector.VectorScores), round_
         assert dict(zip(scores.ids.tolist(), scores.values.tolist(), strict=True)) == expected
@@ -376,10 +376,10 @@ def test_large_segments_are_checked_like_small_ones(monkeypatch: Any) -> None:
     for name, blob in [("none", good), *bad.items()]:
         outcomes = []
         for vector_min in (0, 10**9):
-            monkeypatch.setattr(search, "VECTOR_MIN", vector_min)
-            monkeypatch.setattr(search, "VECTOR_LOADED_MIN", vector_min)
+            monkeypatch.setattr(scoring, "VECTOR_MIN", vector_min)
+            monkeypatch.setattr(scoring, "VECTOR_LOADED_MIN", vector_min)
             try:
-                columns = search._segment(blob)
+                columns = scoring._segment(blob)
                 assert [c.tolist() for c in columns] == [ids, tws, dls, firsts]
                 outcomes.append("ok")
             except sqlite3.DatabaseError:

@@ -24,7 +24,7 @@ from lwc_process import RawServer, call
 
 from lwc_trio.exceptions import MemoryCancelled
 from lwc_trio.memory.format.typo_index import WordIndex
-from lwc_trio.memory.query import engine, fuzzy, search
+from lwc_trio.memory.query import engine, fuzzy, scoring, search
 from lwc_trio.memory.query.engine import MemoryQuery, explore_memory
 from lwc_trio.memory.storage.store import open_reader
 from lwc_trio.memory.text.tokenize import parse_query
@@ -73,7 +73,7 @@ Plant = Callable[[Path], None]
 SHAPES: dict[str, tuple[Plant, float, tuple[str, str | None]]] = {
     # Merely slow (legitimate after many rewrites): 4,000,000 dead postings in 7 segments
     # (with the live one, the 8 the writer keeps) cost 2-4 s of CPU; the store runs out of
-    # its share alone. (In one segment beyond `search.POSTINGS_MAX` it is refused at once:
+    # its share alone. (In one segment beyond `scoring.POSTINGS_MAX` it is refused at once:
     # `test_a_store_past_the_postings_limit_is_refused_unread`.)
     "dead-postings": (
         lambda db: hostile_stores.dead_postings(db, 4_000_000, segments=7),
@@ -213,7 +213,7 @@ def test_a_store_whose_share_runs_out_answers_its_own_timeout(tmp_path: Path) ->
     put_pages(new_store(home), [page("g", "Zebra global", "zebra")])
     # As `lwc serve` does before a large store's first question (`preload_memory`), and as
     # a server's earlier questions do: numpy imported, the global store's answer kept.
-    search.import_vector()
+    scoring.import_vector()
     assert ask("zebra", project, home=home, scope="global")["state"] == "ready"
     memory = explore_memory(
         MemoryQuery(
@@ -297,14 +297,14 @@ def test_a_store_past_the_postings_limit_is_refused_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The issue's 10,000,000 dead postings in one segment, scaled through the documented
-    limit (`search.POSTINGS_MAX` set to 100,000 against 300,000 planted): the store answers
+    limit (`scoring.POSTINGS_MAX` set to 100,000 against 300,000 planted): the store answers
     its own `memory_timeout` at once, its blob never read (traced memory stays far below
     its 2 MB), and the global store answers."""
     project = tmp_path / "ws"
     home = tmp_path / "home"
     hostile_stores.dead_postings(hostile_stores.zebra_store(project), 300_000)
     put_pages(new_store(home), [page("g", "Zebra global", "zebra")])
-    monkeypatch.setattr(search, "POSTINGS_MAX", 100_000)
+    monkeypatch.setattr(scoring, "POSTINGS_MAX", 100_000)
     tracemalloc.start()
     try:
         memory = ask("zebra", project, home=home)

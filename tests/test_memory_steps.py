@@ -14,7 +14,7 @@ from conftest_memory import new_store, page, put_pages
 from test_memory_scale import HELD_BOUND_S, Heartbeat
 
 from lwc_trio.memory.format.postings import encode_postings
-from lwc_trio.memory.query import search, vector
+from lwc_trio.memory.query import scoring, search, vector
 from lwc_trio.memory.query.fuzzy import build_vocabulary
 from lwc_trio.memory.text.tokenize import parse_query
 
@@ -92,7 +92,7 @@ def test_ranked_slices_are_the_full_sort_in_pieces() -> None:
     ids = np.unique(rng.integers(1, 10**6, size=20_000)).astype(np.int64)
     values = rng.integers(1, 50, size=len(ids)).astype(np.float64) / 7.0  # many ties
     scores = vector.VectorScores(ids, values, None)
-    small = search._DictScores(dict(zip(ids.tolist(), values.tolist(), strict=True)), None)
+    small = scoring._DictScores(dict(zip(ids.tolist(), values.tolist(), strict=True)), None)
     expected = sorted(zip((-values).tolist(), ids.tolist(), strict=True))
     for start, stop in [(0, 0), (0, 1), (0, 16), (16, 80), (80, 2_000), (19_000, 30_000)]:
         for ranked in (scores, small):

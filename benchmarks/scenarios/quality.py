@@ -65,7 +65,8 @@ from lwc_trio.memory.index.inputs import PageInput
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryQuery, explore_memory, query_stores
 from lwc_trio.memory.query.fuzzy import build_vocabulary
-from lwc_trio.memory.query.search import DEFAULT_RANKING, Ranking, search_store
+from lwc_trio.memory.query.scoring import DEFAULT_RANKING, Ranking
+from lwc_trio.memory.query.search import search_store
 from lwc_trio.memory.storage.discovery import StoreRef
 from lwc_trio.memory.storage.store import create_store
 from lwc_trio.memory.text.tokenize import query_terms

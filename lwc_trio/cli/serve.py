@@ -264,7 +264,7 @@ def preload_memory(workspace: Path, home: Path, scopes: frozenset[str]) -> bool:
             continue
         if stat.S_ISREG(st.st_mode) and st.st_size >= PRELOAD_STORE_BYTES:
             importlib.import_module("lwc_trio.memory.query.engine")  # the first query's modules
-            importlib.import_module("lwc_trio.memory.query.search").import_vector()
+            importlib.import_module("lwc_trio.memory.query.scoring").import_vector()
             return True
     return False
 

@@ -249,7 +249,7 @@ class _Answers:
 ANSWERS_MAX = 1024
 ANSWERS_BUDGET = 4_000_000
 ANSWERS: RevisionCache[_Answers] = RevisionCache(4)
-"""`_Answers` per (store path, store_id, store_revision), like `search.PREPARED`: a write
+"""`_Answers` per (store path, store_id, store_revision), like `scoring.PREPARED`: a write
 bumps the revision, so a question asked again after it is answered afresh."""
 
 

@@ -10,7 +10,7 @@ heading and what lies under it), in document order:
   heading-less Page still comes as the part that answers.
 - **Scoring.** Every unit of every result Page is scored for the query as one collection:
   BM25 with the search's own analyzer (`tokenize.index_terms`), non-collapsing IDF and
-  constants (`search.idf`, `search.DEFAULT_RANKING`), its heading path counted with it; times
+  constants (`scoring.idf`, `scoring.DEFAULT_RANKING`), its heading path counted with it; times
   its Page's prior from the search (`priors`).
 - **Taking.** Best first, each Page within its cap by rank (`caps`) and the answer within
   its room: a unit that fits is taken whole; a longer one is cut at a block boundary from its
@@ -40,7 +40,7 @@ from itertools import repeat
 
 import attrs
 
-from lwc_trio.memory.query.search import DEFAULT_RANKING, idf
+from lwc_trio.memory.query.scoring import DEFAULT_RANKING, idf
 from lwc_trio.memory.text.markdown import blocks, cut_points, introduces, sections
 from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, stem_words
 from lwc_trio.protocol.units import cost

@@ -321,7 +321,7 @@ class _Rows:
 
 
 ROWS: RevisionCache[_Rows] = RevisionCache(4)
-"""`_Rows` per (store path, store_id, store_revision), like `search.PREPARED`."""
+"""`_Rows` per (store path, store_id, store_revision), like `scoring.PREPARED`."""
 
 
 def _page_rows(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, PageRow]:

@@ -1,13 +1,13 @@
 """BM25F scoring over whole posting segments with numpy (`search.py` imports it lazily).
 
-The same arithmetic as `search.score_prepared`, a few numpy operations per segment instead
+The same arithmetic as `scoring.score_prepared`, a few numpy operations per segment instead
 of one Python step per posting: each document's score is the sum of its terms' parts
 weight × tf / denominator, added in the order of the terms given, every part and sum an
 IEEE double. Element-wise numpy operations are correctly rounded like Python's floats and a
 document is added to at most once per step, so every score is bit for bit the one the
 Python loop computes.
 
-Imported only for queries with many postings (`search.VECTOR_MIN`): numpy costs about
+Imported only for queries with many postings (`scoring.VECTOR_MIN`): numpy costs about
 0.1 s to import and 20 MB of memory, which a one-shot CLI search of a small store should
 not pay.
 """
@@ -75,14 +75,14 @@ def _ints(values: array[int]) -> npt.NDArray[np.int32]:
 
 
 def denominators(tws: array[int], dls: array[int], k: float, kb: float) -> array[float]:
-    """tw + k + kb × dl per posting, as `search.prepare` computes it ((tw + k) first)."""
+    """tw + k + kb × dl per posting, as `scoring.prepare` computes it ((tw + k) first)."""
     dens = array("d")
     dens.frombytes((_ints(tws) + k + kb * _ints(dls)).tobytes())
     return dens
 
 
 def valid_postings(blob: bytes) -> bool:
-    """`search._segment`'s checks of a packed segment (whole postings already checked):
+    """`scoring._segment`'s checks of a packed segment (whole postings already checked):
     ascending distinct positive doc ids, positive counts, lengths ≥ 0, firsts ≥ −1."""
     rows = np.frombuffer(blob, dtype="<i4").reshape(-1, 4)
     ids = rows[:, 0]
@@ -97,7 +97,7 @@ def valid_postings(blob: bytes) -> bool:
 
 
 class VectorScores:
-    """Scores of the documents any term matched (`search.Scores`)."""
+    """Scores of the documents any term matched (`scoring.Scores`)."""
 
     def __init__(
         self,
