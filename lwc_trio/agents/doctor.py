@@ -276,52 +276,7 @@ def doctor_report(
     )  # fmt: skip
 
     where = workspace if workspace is not None else cwd
-    binary = locate_binary(env)
-    if binary is not None:
-        checks.append(
-            _check("codegraph_runtime", OK, f"CodeGraph runtime {binary}", path=str(binary))
-        )
-    else:
-        checks.append(
-            _check(
-                "codegraph_runtime",
-                MISSING,
-                "the CodeGraph runtime is not installed (code mode needs it)",
-                _action(INSTALL_COMMAND, where),
-                path=None,
-            )
-        )
-
-    if workspace is None:
-        checks.append(_check("codegraph_index", ERROR, "no valid workspace to look in", path=None))
-    else:
-        found = find_index(workspace, workspace)
-        if found is None:
-            checks.append(
-                _check(
-                    "codegraph_index",
-                    MISSING,
-                    f"no CodeGraph index (.codegraph/codegraph.db) in {workspace} (building it "
-                    "needs the runtime and the project Wiki)",
-                    _action(INIT_COMMAND, workspace),
-                    path=None,
-                )
-            )
-        elif isinstance(found, IndexInvalid):
-            checks.append(
-                _check(
-                    "codegraph_index",
-                    ERROR,
-                    f"refusing the CodeGraph index: {found.reason}",
-                    path=str(found.path),
-                )
-            )
-        else:
-            index = found / ".codegraph" / "codegraph.db"
-            checks.append(
-                _check("codegraph_index", OK, f"CodeGraph index {index}", path=str(index))
-            )
-
+    checks += _code_checks(env, workspace, where)
     checks.append(_path_check(env, python_bin, where))
 
     by_name = {check["name"]: check["status"] for check in checks}
@@ -333,6 +288,55 @@ def doctor_report(
         "problems": sum(1 for check in checks if check["status"] != OK),
         "checks": checks,
     }
+
+
+def _code_checks(env: Mapping[str, str], workspace: Path | None, where: Path) -> list[Check]:
+    """The CodeGraph runtime's and the workspace's index's checks (`where`: the folder their
+    next actions run in)."""
+    out: list[Check] = []
+    binary = locate_binary(env)
+    if binary is not None:
+        out.append(_check("codegraph_runtime", OK, f"CodeGraph runtime {binary}", path=str(binary)))
+    else:
+        out.append(
+            _check(
+                "codegraph_runtime",
+                MISSING,
+                "the CodeGraph runtime is not installed (code mode needs it)",
+                _action(INSTALL_COMMAND, where),
+                path=None,
+            )
+        )
+
+    if workspace is None:
+        out.append(_check("codegraph_index", ERROR, "no valid workspace to look in", path=None))
+    else:
+        found = find_index(workspace, workspace)
+        if found is None:
+            out.append(
+                _check(
+                    "codegraph_index",
+                    MISSING,
+                    f"no CodeGraph index (.codegraph/codegraph.db) in {workspace} (building it "
+                    "needs the runtime and the project Wiki)",
+                    _action(INIT_COMMAND, workspace),
+                    path=None,
+                )
+            )
+        elif isinstance(found, IndexInvalid):
+            out.append(
+                _check(
+                    "codegraph_index",
+                    ERROR,
+                    f"refusing the CodeGraph index: {found.reason}",
+                    path=str(found.path),
+                )
+            )
+        else:
+            index = found / ".codegraph" / "codegraph.db"
+            out.append(_check("codegraph_index", OK, f"CodeGraph index {index}", path=str(index)))
+
+    return out
 
 
 _HOST_FIELDS = (

@@ -386,24 +386,7 @@ def search_store(
     if docs >= VECTOR_STORE_MIN:
         vector_for(VECTOR_MIN)
     phrase = phrase if phrase is not None else " ".join(qt.term for qt in query)
-    known = _doc_freqs(conn, [qt.term for qt in query], facts)
-    weighted: dict[str, tuple[float, int]] = {}
-    vocab: Vocabulary | BoundIndex | None = None
-    typos: BoundIndex | None = None
-    k1p = ranking.k1 + 1.0
-    for qt in query:
-        qtf = qt.count if ranking.query_tf else 1
-        if qt.term in known:
-            weight = idf(docs, known[qt.term]) * qtf * k1p
-            previous = weighted.get(qt.term, (0.0, 1))[0]
-            weighted[qt.term] = (max(previous, weight), 1)
-        elif max_edits(qt.surface) > 0:
-            check_cancelled(cancelled)
-            typos = typos or (WordIndex() if words is None else words()).bind(conn)
-            for stem, df in _corrections(conn, typos, qt.surface, facts):
-                weight = idf(docs, df) * qtf * k1p * ranking.correction_weight
-                if stem not in weighted:
-                    weighted[stem] = (weight, 0)
+    weighted = _weigh(conn, query, docs, ranking, words, facts, cancelled)
     check_cancelled(cancelled)
     terms = [(term, w, exact) for term, (w, exact) in weighted.items()]
     postings = prepared_postings(
@@ -452,25 +435,73 @@ def search_store(
 
     if len(hits) < limit:
         check_cancelled(cancelled)
-        vocab = vocab or vocabulary()
         seen = {doc_id for _neg, doc_id in scored}
-        filling = _fill_up(conn, vocab, query, cancelled)
-        taken, more = _live(conn, filling, limit + len(seen), seen, facts, cancelled)
-        filled = [(doc_id, ratio) for _neg, doc_id, ratio in taken if doc_id not in seen]
-        cited = [more[d][1] for d, _r in filled if more[d][0] == "source"]
-        if cited:
-            # The candidates' Pages (the hits' among them) and the filled ones.
-            slugs = [*pages, *(more[d][1] for d, _r in filled if more[d][0] == "page")]
-            hidden |= _summarized(conn, slugs, cited)
-        extra: list[Hit] = []
-        for doc_id, ratio in filled:
-            doc_type, ident = more[doc_id][0], more[doc_id][1]
-            if doc_type == "source" and ident in hidden:
-                continue
-            extra.append(Hit(doc_type, ident, round((100.0 - ratio) / 100.0, 6), "fuzzy"))
-        extra.sort(key=Hit.sort_key)
-        hits.extend(extra[: limit - len(hits)])
+        filled = _filled(conn, vocabulary(), query, limit, seen, pages, hidden, facts, cancelled)
+        hits.extend(filled[: limit - len(hits)])
     return hits
+
+
+def _weigh(
+    conn: sqlite3.Connection,
+    query: Sequence[QueryTerm],
+    docs: int,
+    ranking: Ranking,
+    words: Callable[[], WordIndex] | None,
+    facts: _Facts | None,
+    cancelled: threading.Event | None,
+) -> dict[str, tuple[float, int]]:
+    """Each term searched for `query` with its weight idf × qtf × (k1 + 1), and 1 for the
+    query's own terms, 0 for the stems correcting an unknown word (`ranking.correction_weight`
+    less). A term asked twice keeps its larger weight."""
+    known = _doc_freqs(conn, [qt.term for qt in query], facts)
+    weighted: dict[str, tuple[float, int]] = {}
+    typos: BoundIndex | None = None
+    k1p = ranking.k1 + 1.0
+    for qt in query:
+        qtf = qt.count if ranking.query_tf else 1
+        if qt.term in known:
+            weight = idf(docs, known[qt.term]) * qtf * k1p
+            previous = weighted.get(qt.term, (0.0, 1))[0]
+            weighted[qt.term] = (max(previous, weight), 1)
+        elif max_edits(qt.surface) > 0:
+            check_cancelled(cancelled)
+            typos = typos or (WordIndex() if words is None else words()).bind(conn)
+            for stem, df in _corrections(conn, typos, qt.surface, facts):
+                weight = idf(docs, df) * qtf * k1p * ranking.correction_weight
+                if stem not in weighted:
+                    weighted[stem] = (weight, 0)
+    return weighted
+
+
+def _filled(
+    conn: sqlite3.Connection,
+    vocab: Vocabulary | BoundIndex,
+    query: Sequence[QueryTerm],
+    limit: int,
+    seen: set[int],
+    pages: list[str],
+    hidden: set[str],
+    facts: _Facts | None,
+    cancelled: threading.Event | None,
+) -> list[Hit]:
+    """The title fill-up's hits, best first (`_fill_up`), none of `seen` and no Source that
+    a matching `kind=source` Page summarizes (`hidden`, `pages`: the candidates' Pages)."""
+    filling = _fill_up(conn, vocab, query, cancelled)
+    taken, more = _live(conn, filling, limit + len(seen), seen, facts, cancelled)
+    filled = [(doc_id, ratio) for _neg, doc_id, ratio in taken if doc_id not in seen]
+    cited = [more[d][1] for d, _r in filled if more[d][0] == "source"]
+    if cited:
+        # The candidates' Pages (the hits' among them) and the filled ones.
+        slugs = [*pages, *(more[d][1] for d, _r in filled if more[d][0] == "page")]
+        hidden = hidden | _summarized(conn, slugs, cited)
+    extra: list[Hit] = []
+    for doc_id, ratio in filled:
+        doc_type, ident = more[doc_id][0], more[doc_id][1]
+        if doc_type == "source" and ident in hidden:
+            continue
+        extra.append(Hit(doc_type, ident, round((100.0 - ratio) / 100.0, 6), "fuzzy"))
+    extra.sort(key=Hit.sort_key)
+    return extra
 
 
 _Ranked = TypeVar("_Ranked", tuple[float, int], tuple[float, int, float])
