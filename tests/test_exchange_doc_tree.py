@@ -9,13 +9,13 @@ import pytest
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.doc_tree import (
-    first_heading,
     front_matter_fields,
     page_from_markdown,
     path_slug,
     split_front_matter,
-    strip_attribute_list,
 )
+from lwc_trio.memory.text.markdown import attribute_free as strip_attribute_list
+from lwc_trio.memory.text.markdown import first_heading
 
 
 @pytest.mark.parametrize(

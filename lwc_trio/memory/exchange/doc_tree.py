@@ -32,8 +32,9 @@ from collections.abc import Iterator
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import PAGE_KEYS, page_from_mapping
 from lwc_trio.memory.index.inputs import PageInput
+from lwc_trio.memory.text.markdown import first_heading
 
-__all__ = ["INDEX_STEMS", "first_heading", "page_from_markdown", "path_slug", "split_front_matter"]
+__all__ = ["INDEX_STEMS", "page_from_markdown", "path_slug", "split_front_matter"]
 
 INDEX_STEMS = frozenset({"index", "readme"})
 """File stems (case-insensitive) that stand for their folder, as on a documentation site."""
@@ -170,73 +171,6 @@ def front_matter_fields(yaml: str) -> dict[str, object]:
         else:
             fields[key] = _scalar(value)
     return fields
-
-
-# ------------------------------------------------------------------------------ headings
-
-
-def _fence_marker(line: str) -> str | None:
-    """The fence a line opens or closes (```` ``` ```` / `~~~`, 3 or more), or None."""
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3 or stripped[:3] not in ("```", "~~~"):
-        return None
-    char = stripped[0]
-    return stripped[: len(stripped) - len(stripped.lstrip(char))]
-
-
-def _atx_heading(line: str) -> str | None:
-    """The text of an ATX heading line (CommonMark: up to 3 spaces, 1–6 `#`, a space or the
-    end, an optional closing run of `#`), or None."""
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3 or not stripped.startswith("#"):
-        return None
-    level = len(stripped) - len(stripped.lstrip("#"))
-    rest = stripped[level:]
-    if level > 6 or (rest and rest[0] not in " \t"):
-        return None
-    return _without_closing(rest.strip())
-
-
-def _without_closing(text: str) -> str:
-    """A heading's text without its closing run of `#` (one that follows a space)."""
-    closing = text.rstrip("#")
-    if closing != text and (not closing or closing[-1] in " \t"):
-        return closing.rstrip()
-    return text
-
-
-def strip_attribute_list(heading: str) -> str:
-    """`heading` without a trailing attribute list: `{#id}`, `{ #id }`, `{#id .class}`,
-    `{: .class }`."""
-    text = heading.rstrip()
-    if not text.endswith("}"):
-        return heading
-    start = text.rfind("{")
-    inner = text[start + 1 : -1].strip().removeprefix(":").strip()
-    if start < 0 or not inner or inner[0] not in "#." or "{" in inner:
-        return heading
-    return text[:start].rstrip()
-
-
-def first_heading(body: str) -> str | None:
-    """The first ATX heading of a Markdown body outside fenced code, attribute list removed."""
-    fence: str | None = None
-    for line in body.splitlines():
-        marker = _fence_marker(line)
-        if fence is not None:
-            # Closed by the same character, at least as long, with nothing after it.
-            closes = marker is not None and marker[0] == fence[0] and len(marker) >= len(fence)
-            if closes and not line.strip().lstrip(fence[0]):
-                fence = None
-            continue
-        if marker is not None:
-            fence = marker
-            continue
-        text = _atx_heading(line)
-        if text:
-            # `## Title ## {#id}`: the closing run is only seen once the list is gone.
-            return _without_closing(strip_attribute_list(text)) or None
-    return None
 
 
 # --------------------------------------------------------------------------------- pages

@@ -29,6 +29,7 @@ __all__ = [
     "attribute_free",
     "blocks",
     "cut_points",
+    "first_heading",
     "heading",
     "introduces",
     "sections",
@@ -62,23 +63,34 @@ def heading(line: str) -> tuple[int, str] | None:
     rest = stripped[level:]
     if level > 6 or (rest and rest[0] not in " \t"):
         return None
-    text = rest.strip(" \t\r")
+    return level, _without_closing(rest.strip(" \t\r"))
+
+
+def _without_closing(text: str) -> str:
+    """A heading's text without its closing run of `#` (one that follows a space)."""
     closed = text.rstrip("#")
     if closed != text and (not closed or closed[-1] in " \t"):
-        text = closed.rstrip(" \t")
-    return level, text
+        return closed.rstrip(" \t")
+    return text
 
 
 def attribute_free(text: str) -> str:
-    """`text` without a trailing attribute list (`{#id}`, `{ #id .class }`, `{: #id }`), as
-    MkDocs and mdBook headings carry them."""
+    """`text` (a heading's) without a trailing attribute list (`{#id}`, `{ #id .class }`,
+    `{: #id }`), as MkDocs and mdBook headings carry them, and without a closing run of `#`
+    the list hid (`## Title ## {#id}`)."""
     stripped = text.rstrip()
     if stripped.endswith("}"):
         opening = stripped.rfind("{")
         inner = stripped[opening + 1 : -1].strip() if opening >= 0 else ""
         if inner and inner[0] in "#.:" and "}" not in inner:
-            return stripped[:opening].rstrip()
+            return _without_closing(stripped[:opening].rstrip())
     return stripped
+
+
+def first_heading(body: str) -> str | None:
+    """The text of the first ATX heading of `body` outside fenced code, its attribute list
+    removed; None when there is none (or it is empty)."""
+    return next((s.path[-1] for s in sections(body) if s.level), None) or None
 
 
 def _fence(line: str) -> tuple[str, int] | None:
@@ -250,12 +262,12 @@ class _Scanner:
         if _is_list_item(stripped) and _indent(line) < 4:
             return self._list(index), "list"
         if stripped.startswith(">"):
-            return self._run(index, lambda s: s.startswith(">"), lazy=True), "quote"
+            return self._run(index, lambda _line: True), "quote"  # lazy lines go on
         if stripped.startswith("|"):
-            return self._run(index, lambda s: "|" in s, lazy=False), "table"
+            return self._run(index, lambda line: "|" in line), "table"
         if _is_reference(stripped):
-            return self._run(index, _is_reference, lazy=False), "references"
-        return self._paragraph(index), "paragraph"
+            return self._run(index, lambda line: _is_reference(line.strip())), "references"
+        return self._run(index, _continues_paragraph), "paragraph"
 
     def _indented(self, index: int) -> int:
         """An admonition or content tab: its line and every line indented under it (blank
@@ -311,32 +323,26 @@ class _Scanner:
             end += 1
         return end
 
-    def _run(self, index: int, same: Callable[[str], bool], *, lazy: bool) -> int:
-        """Lines that are `same` kind (or, `lazy`, any non-blank line) up to a blank one."""
+    def _run(self, index: int, same: Callable[[str], bool]) -> int:
+        """The lines after `index` that are `same` (given the whole line), up to a blank one."""
         lines = self.lines
         end = index + 1
-        while end < len(lines) and (stripped := lines[end].strip()):
-            if not lazy and not same(stripped):
-                break
+        while end < len(lines) and lines[end].strip() and same(lines[end]):
             end += 1
         return end
 
-    def _paragraph(self, index: int) -> int:
-        lines = self.lines
-        end = index + 1
-        while end < len(lines):
-            line = lines[end]
-            stripped = line.strip()
-            if not stripped or _fence(line) is not None:
-                break
-            if _indent(line) < 4 and (
-                _is_list_item(stripped)
-                or stripped.startswith((">", "|", "!!!", "???", "=== "))
-                or _html_tag(stripped) is not None
-            ):
-                break
-            end += 1
-        return end
+
+def _continues_paragraph(line: str) -> bool:
+    """Whether `line` (not blank) goes on with the paragraph above it: no fence, list item,
+    quote, table, admonition or HTML block starts there."""
+    if _fence(line) is not None:
+        return False
+    stripped = line.strip()
+    return _indent(line) >= 4 or not (
+        _is_list_item(stripped)
+        or stripped.startswith((">", "|", "!!!", "???", "=== "))
+        or _html_tag(stripped) is not None
+    )
 
 
 @functools.lru_cache(maxsize=64)
