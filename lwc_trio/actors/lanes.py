@@ -58,7 +58,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Final, TypeVar
+from typing import Final, TypedDict, TypeVar, Unpack
 
 import attrs
 import outcome
@@ -530,20 +530,22 @@ class ThreadLane:
                 return
 
 
+class LaneOptions(TypedDict, total=False):
+    """`ThreadLane`'s keyword options, as `open_lane` passes them on."""
+
+    grow_after: float
+    spare: int
+    replace_after: float | None
+    queue: int
+
+
 @asynccontextmanager
 async def open_lane(
-    name: str,
-    threads: int,
-    *,
-    grow_after: float = 0.0,
-    spare: int = 0,
-    replace_after: float | None = None,
-    queue: int = DEFAULT_QUEUE,
+    name: str, threads: int, **options: Unpack[LaneOptions]
 ) -> AsyncIterator[ThreadLane]:
-    """A lane for the duration of the block; closed on the way out."""
-    lane = ThreadLane(
-        name, threads, grow_after=grow_after, spare=spare, replace_after=replace_after, queue=queue
-    )
+    """A `ThreadLane(name, threads, **options)` for the duration of the block; closed on the
+    way out."""
+    lane = ThreadLane(name, threads, **options)
     try:
         yield lane
     finally:

@@ -29,7 +29,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from lwc_trio.memory.format import segments
-from lwc_trio.memory.format.typo_index import BoundIndex, TypoBudget
+from lwc_trio.memory.format.typo_index import BoundIndex, K, TypoBudget, V
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,8 +48,6 @@ __all__ = [
     "vocabulary_of",
 ]
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 _Hit = TypeVar("_Hit", tuple[int, str, str], tuple[float, str, str])
 """A correction: (distance or similarity, word, stem)."""
 Memo = dict[tuple[str, str, int], tuple[int, list[Any]]]
