@@ -21,9 +21,11 @@ early pass the thread a flag of their own).
 Who runs next is the lane's one policy, the same for `submit` and `run`:
 
 * **batching**: a job that arrives while a thread works waits for that thread, and brings
-  in another (up to `threads`) only once it has waited `grow_after` (0: at once). Short
-  jobs then run back to back on one thread instead of several threads taking turns at the
-  interpreter lock, and a slow job holds the next up by `grow_after` at most;
+  in another (up to `threads`) only once it has waited `grow_after` (0: at once) with no
+  job finishing meanwhile: the threads it waits for are stuck in slow jobs, not busy with
+  a burst of short ones. Short jobs then run back to back on one thread instead of several
+  threads taking turns at the interpreter lock (which stalls the event loop too), and a
+  slow job holds the next up by `grow_after` at most;
 * **fairness by key**: each job carries a key (the memory plane's: the store it reads). A
   free thread takes the oldest job of the key with the fewest jobs running, and among
   those of the key served longest ago (round robin), so jobs of one key cannot make
@@ -112,6 +114,8 @@ class _Job:
     finished: bool = False
     grew: bool = False
     """It has brought in a thread (or found none to bring in) once."""
+    seen: int = 0
+    """The lane's `_finishes` when its current `grow_after` wait began."""
     counted: bool = True
     """Holds one unit of the lane's room until it is delivered or abandoned."""
     worker: _Worker | None = None
@@ -169,6 +173,8 @@ class ThreadLane:
         """Key -> when (in arrival numbers) a job of it last started, while it has jobs."""
         self._seq = itertools.count()
         self._finished: list[tuple[_Job, Callable[[], None]]] = []
+        self._finishes = 0
+        """Jobs finished so far: a waiting job brings in a thread only if this stood still."""
         self._delivery_posted = False
         self._workers: list[_Worker] = []
         """Threads that count toward the lane's capacity (written-off ones are not here)."""
@@ -292,6 +298,7 @@ class ThreadLane:
             if jobs is None:
                 jobs = self._waiting[key] = collections.deque()
             jobs.append(job)
+            job.seen = self._finishes
             if self.grow_after == 0 or self._working == 0:
                 job.grew = True
                 self._add_worker(key)
@@ -345,9 +352,15 @@ class ThreadLane:
             due = [job for jobs in self._waiting.values() for job in jobs if not job.grew]
             due.sort(key=lambda job: job.seq)
             for job in due:
-                if job.due <= now:
-                    job.grew = True
-                    self._add_worker(job.key)
+                if job.due > now:
+                    continue
+                if job.seen != self._finishes:
+                    # A job finished while this one waited: the threads are keeping up,
+                    # and the freed thread took the next job fairly. Wait again.
+                    job.seen, job.due = self._finishes, now + self.grow_after
+                    continue
+                job.grew = True
+                self._add_worker(job.key)
 
     # -- threads (under the lock) -------------------------------------------------------
 
@@ -507,6 +520,7 @@ class ThreadLane:
             deliver = job.work()
             with self._lock:
                 job.finished = True
+                self._finishes += 1
                 worker.job = None
                 self._done(job.key)
                 self._finished.append((job, deliver))
