@@ -86,9 +86,9 @@ HEADING_WEIGHT = 2
 """A unit's heading path counts this many times in its score: a heading names what its section
 is about, as a title does a Page (the search weighs titles 8 to a body's 1)."""
 PATH_DEPTH = 3
+"""Headings in a passage's path at most: its section's and two ancestors (SPEC §4)."""
 PATH_ITEM_MAX = 100
 """Characters of one heading in a passage's path at most."""
-"""Headings in a passage's path at most: its section's and two ancestors (SPEC §4)."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -704,8 +704,6 @@ def allot(
     ]
 
 
-SPREAD = 0.4
-"""A Page's next unit weighs this much less for each unit it took already (`allot`)."""
 WHOLE_FLOOR = 2_000
 """A Page body of at most this many cost units (about 500 tokens: a glossary, a short note)
 comes whole when its turn comes and the budget left holds it, whatever its cap: cut to a
