@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Callable, Iterator, Sequence
+from typing import Final
 
 import attrs
 
@@ -137,6 +138,11 @@ def _lines(body: str) -> Iterator[tuple[int, str]]:
         pos += len(line)
 
 
+_MARKS: Final = frozenset("#`~")
+"""The first character (after indentation) of every heading and fence line: `sections`
+looks no further at any other line."""
+
+
 @functools.lru_cache(maxsize=64)
 def sections(body: str) -> tuple[Section, ...]:
     """The sections of `body` in document order; the preamble only when it holds text."""
@@ -144,6 +150,8 @@ def sections(body: str) -> tuple[Section, ...]:
     fence: tuple[str, int] | None = None
     pos = 0
     for pos, line in _lines(body):
+        if line.lstrip(" \t")[:1] not in _MARKS:
+            continue  # a heading or a fence line starts with one of them
         if fence is not None:
             if _closes(line, fence):
                 fence = None
