@@ -22,10 +22,13 @@ Who runs next is the lane's one policy, the same for `submit` and `run`:
 
 * **batching**: a job that arrives while a thread works waits for that thread, and brings
   in another (up to `threads`) only once it has waited `grow_after` (0: at once) with no
-  job finishing meanwhile: the threads it waits for are stuck in slow jobs, not busy with
-  a burst of short ones. Short jobs then run back to back on one thread instead of several
-  threads taking turns at the interpreter lock (which stalls the event loop too), and a
-  slow job holds the next up by `grow_after` at most;
+  job of its own key starting meanwhile: its key's jobs are then stuck behind slow ones,
+  not being worked through. A wait in which one did start begins again, so a slow job
+  holds the next of its key up by 2 × `grow_after` at most, and a key whose jobs keep
+  starting brings in no thread however long its queue: short jobs run back to back on
+  one thread instead of several threads taking turns at the interpreter lock (slower
+  in all, and the event loop waits for the lock too). Every job that waited through such
+  a window brings in a thread for itself (up to `threads`);
 * **fairness by key**: each job carries a key (the memory plane's: the store it reads). A
   free thread takes the oldest job of the key with the fewest jobs running, and among
   those of the key served longest ago (round robin), so jobs of one key cannot make
@@ -33,7 +36,8 @@ Who runs next is the lane's one policy, the same for `submit` and `run`:
 * **spare threads**: a job whose key has no job running that has waited `grow_after` may
   bring in one of `spare` threads beyond `threads`. A spare thread only ever takes such a
   job: when every thread is busy with one key's slow jobs, another key's job still starts
-  within `grow_after` (SPEC §6: one slow query never holds up the next).
+  within `grow_after` (SPEC §6: one slow query never holds up the next); and jobs of one
+  key finishing never hold up another key's growth.
 
 A thread can also get stuck for good: a path check on a dead network mount, a SQLite open
 of a FIFO planted where a store's journal should be. A lane built with `replace_after`
@@ -114,8 +118,9 @@ class _Job:
     finished: bool = False
     grew: bool = False
     """It has brought in a thread (or found none to bring in) once."""
-    seen: int = 0
-    """The lane's `_finishes` when its current `grow_after` wait began."""
+    since: int = 0
+    """When (in arrival numbers, `_seq`) its current `grow_after` wait began: a job of its
+    key taken after that (`_served`) means its key is being worked through."""
     counted: bool = True
     """Holds one unit of the lane's room until it is delivered or abandoned."""
     worker: _Worker | None = None
@@ -173,8 +178,6 @@ class ThreadLane:
         """Key -> when (in arrival numbers) a job of it last started, while it has jobs."""
         self._seq = itertools.count()
         self._finished: list[tuple[_Job, Callable[[], None]]] = []
-        self._finishes = 0
-        """Jobs finished so far: a waiting job brings in a thread only if this stood still."""
         self._delivery_posted = False
         self._workers: list[_Worker] = []
         """Threads that count toward the lane's capacity (written-off ones are not here)."""
@@ -290,7 +293,8 @@ class ThreadLane:
             done(outcome.Error(exc))
 
         due = trio.current_time() + self.grow_after if self.grow_after else 0.0
-        job = _Job(work, fail, key, due, next(self._seq))
+        seq = next(self._seq)
+        job = _Job(work, fail, key, due, seq, since=seq)
         with self._lock:
             if self._closed:
                 raise LaneClosed(f"{self.name} lane is closed")
@@ -298,7 +302,6 @@ class ThreadLane:
             if jobs is None:
                 jobs = self._waiting[key] = collections.deque()
             jobs.append(job)
-            job.seen = self._finishes
             if self.grow_after == 0 or self._working == 0:
                 job.grew = True
                 self._add_worker(key)
@@ -354,10 +357,10 @@ class ThreadLane:
             for job in due:
                 if job.due > now:
                     continue
-                if job.seen != self._finishes:
-                    # A job finished while this one waited: the threads are keeping up,
-                    # and the freed thread took the next job fairly. Wait again.
-                    job.seen, job.due = self._finishes, now + self.grow_after
+                if self._served.get(job.key, -1) > job.since:
+                    # A job of its key started while this one waited: its key is being
+                    # worked through, by threads that keep up. Wait again.
+                    job.since, job.due = next(self._seq), now + self.grow_after
                     continue
                 job.grew = True
                 self._add_worker(job.key)
@@ -520,7 +523,6 @@ class ThreadLane:
             deliver = job.work()
             with self._lock:
                 job.finished = True
-                self._finishes += 1
                 worker.job = None
                 self._done(job.key)
                 self._finished.append((job, deliver))

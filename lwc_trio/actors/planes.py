@@ -71,13 +71,12 @@ calls on a large one)."""
 MEMORY_QUEUE: Final = MAILBOX_SIZE
 """Memory searches waiting for a lane thread beyond the running ones: the one bound on the
 memory plane's work (more than every in-flight call of a transport: `config.max_in_flight`)."""
-MEMORY_GROW_AFTER: Final = 0.01
-"""A search waits this long behind busy reader threads, none of which finished a search
+MEMORY_GROW_AFTER: Final = 0.03
+"""A search waits this long behind busy reader threads, no search of its store starting
 meanwhile, before another thread takes it. Short searches then run back to back on one
-thread (a 200-call burst took about a third
-less time and 40 % less CPU than with four threads taking turns at the GIL; see
-docs/benchmarks.md); a slow one (a large store, a writer's lock) holds the next up by no
-more than this."""
+thread (a 200-call burst took about a third less time and 40 % less CPU than with four
+threads taking turns at the GIL; see docs/benchmarks.md); a slow one (a large store, a
+writer's lock) holds the next of its store up by no more than twice this (`lanes`)."""
 MEMORY_REPLACE_AFTER: Final = 1.0
 """A search abandoned at its deadline normally stops within milliseconds (SQLite's progress
 handler sees the flag); a thread still in it a second later is stuck (a store file swapped
