@@ -71,6 +71,8 @@ def test_the_first_heading_outside_code_fences_is_the_title() -> None:
     )
     assert first_heading(body) == "Real title"
     assert first_heading("no heading at all\n") is None
+    # An empty heading names nothing: the next one is the title.
+    assert first_heading("#\n\n## {#anchor}\n\n# Title\n") == "Title"
 
 
 def test_front_matter_keeps_the_keys_lwc_uses_and_skips_structures() -> None:

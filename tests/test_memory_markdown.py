@@ -70,6 +70,17 @@ def test_sections_nest_and_ignore_headings_inside_fences() -> None:
     assert found[-1].end == len(body)
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x85", "\x1e"])
+def test_only_cr_and_lf_end_a_line(separator: str) -> None:
+    """CommonMark ends a line at \\n, \\r or \\r\\n only: a Unicode line separator, a form
+    feed or a record separator is text within the line (`str.splitlines` splits at them)."""
+    body = f"# Title {separator}text\n\nBody.\n\n```\ncode {separator}\n```\n# Next\n"
+    found = sections(body)
+    assert [s.path for s in found] == [(f"Title {separator}text",), ("Next",)]
+    assert body[found[0].text : found[0].end] == f"\nBody.\n\n```\ncode {separator}\n```\n"
+    assert found[1].start == body.index("# Next")
+
+
 def test_a_fence_in_an_admonition_hides_its_hash_lines() -> None:
     """pydantic's admonitions indent their code fences: a `# comment` line inside is code."""
     body = "## A\n\n!!! note\n    ```py\n# comment at column 0\n    ```\n\n## B\n\nText.\n"

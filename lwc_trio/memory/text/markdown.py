@@ -89,9 +89,9 @@ def attribute_free(text: str) -> str:
 
 
 def first_heading(body: str) -> str | None:
-    """The text of the first ATX heading of `body` outside fenced code, its attribute list
-    removed; None when there is none (or it is empty)."""
-    return next((s.path[-1] for s in sections(body) if s.level), None) or None
+    """The text of the first ATX heading of `body` outside fenced code that says anything,
+    its attribute list removed; None when there is none."""
+    return next((s.path[-1] for s in sections(body) if s.level and s.path[-1]), None)
 
 
 def _fence(line: str) -> tuple[str, int] | None:
@@ -131,11 +131,15 @@ class Section:
 
 
 def _lines(body: str) -> Iterator[tuple[int, str]]:
-    """Each line of `body` with its offset (no line breaks kept)."""
-    pos = 0
-    for line in body.splitlines(keepends=True):
-        yield pos, line.rstrip("\r\n")
-        pos += len(line)
+    """Each line of `body` with its offset (its line break left off). A line ends at `\\n`,
+    `\\r` or `\\r\\n`, as CommonMark has it: the other breaks `str.splitlines` knows (a
+    form feed, `\\x1c`–`\\x1e`, `\\x85`, `\\u2028`, `\\u2029`) are text within a line."""
+    start = pos = 0
+    for piece in body.splitlines(keepends=True):
+        pos += len(piece)
+        if piece.endswith(("\n", "\r")) or pos == len(body):
+            yield start, body[start:pos].rstrip("\r\n")
+            start = pos
 
 
 _MARKS: Final = frozenset("#`~")
