@@ -20,7 +20,7 @@ from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged
 from lwc_trio.memory.format.typo_index import WordIndex
 from lwc_trio.memory.format.typo_index import request as typo_request
 from lwc_trio.memory.query.bounds import bound_body, bound_neighborhood, bound_row
-from lwc_trio.memory.query.evidence import rerank
+from lwc_trio.memory.query.evidence import RERANK_POOL, rerank
 from lwc_trio.memory.query.neighborhood import graph_item, read_neighborhood
 from lwc_trio.memory.query.passages import UNITS_PER_TOKEN, cost
 from lwc_trio.memory.query.results import (
@@ -310,6 +310,7 @@ def _search(
             conn,
             terms,
             limit,
+            pool=RERANK_POOL,
             degrees=lambda slugs: load_degrees(conn, slugs),
             vocabulary=lambda: words().bind(conn),
             cancelled=cancelled,
@@ -319,7 +320,7 @@ def _search(
         )
     _check(cancelled)
     query_terms = [(t.term, t.count) for t in terms]
-    hits = rerank(hits, query_terms, lambda slugs: page_heads(conn, slugs, key))
+    hits = rerank(hits, query_terms, lambda slugs: page_heads(conn, slugs, key))[:limit]
     _check(cancelled)
     rows, bodies = read_hits(conn, ref.scope, hits, query, key)
     return (

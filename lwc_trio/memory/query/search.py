@@ -368,8 +368,11 @@ def search_store(
     ranking: Ranking = DEFAULT_RANKING,
     cache_key: Hashable | None = None,
     words: Callable[[], WordIndex] | None = None,
+    pool: int = 0,
 ) -> list[Hit]:
-    """The store's best `limit` hits for `query` (non-empty), best first.
+    """The store's best `limit` hits for `query` (non-empty), best first; with `pool` above
+    `limit`, its best `pool` scored hits (what `evidence.rerank` ranks again), title
+    fill-ups still only up to `limit`.
 
     Runs inside the caller's read transaction. `degrees(slugs)` returns the link in-degrees
     of candidate Pages; `vocabulary()` the store's vocabulary (built once per revision, only
@@ -394,6 +397,7 @@ def search_store(
     )
     scores = score(postings, terms, cancelled)
     check_cancelled(cancelled)
+    fill, limit = limit, max(limit, pool)
     # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
     # leave dead postings behind until their terms' segments are merged).
     want = CANDIDATE_FACTOR * limit
@@ -433,11 +437,11 @@ def search_store(
         for rank, _order, ident, doc_id, doc_type in ranked_hits
     ]
 
-    if len(hits) < limit:
+    if len(hits) < fill:
         check_cancelled(cancelled)
         seen = {doc_id for _neg, doc_id in scored}
-        filled = _filled(conn, vocabulary(), query, limit, seen, pages, hidden, facts, cancelled)
-        hits.extend(filled[: limit - len(hits)])
+        filled = _filled(conn, vocabulary(), query, fill, seen, pages, hidden, facts, cancelled)
+        hits.extend(filled[: fill - len(hits)])
     return hits
 
 

@@ -1,0 +1,74 @@
+"""Pages ranked with their sections' evidence (SPEC §4 "Ranking uses section evidence";
+`query/evidence.py`), through the engine the memory worker runs, on a real store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest_memory import ask, ids, new_project, page, put_pages
+
+from lwc_trio.memory.index.inputs import PageInput
+
+QUERY = "rollback migration lockfile"
+
+
+def _filler(n: int, words: int) -> str:
+    return " ".join(f"topic{(n * 7 + i) % 53}" for i in range(words))
+
+
+def _wiki() -> list[PageInput]:
+    """Twelve short Pages that each mention the query's three words in three different
+    sections, and one long Page with a section about exactly the three together, among
+    sections of other things: the whole-Page score ranks it below the twelve."""
+    pages = [
+        page(
+            f"mention-{n:02d}",
+            f"Notes {n}",
+            f"## Overview\n\nThe rollback is mentioned here. {_filler(n, 12)}\n\n"
+            f"## Details\n\nA migration happens. {_filler(n + 1, 12)}\n\n"
+            f"## More\n\nThe lockfile is kept. {_filler(n + 2, 12)}\n",
+        )
+        for n in range(12)
+    ]
+    long_sections = "".join(f"## Part {k}\n\n{_filler(100 + k, 120)}\n\n" for k in range(8))
+    pages.append(
+        page(
+            "answer",
+            "Operations guide",
+            f"{long_sections}## Rolling back a migration\n\n"
+            "To rollback a migration, restore the lockfile first: the rollback reads the "
+            "lockfile the migration wrote, and a migration without its lockfile has no "
+            "rollback.\n",
+        )
+    )
+    return pages
+
+
+def test_a_page_whose_one_section_answers_comes_first_from_below_the_results(
+    tmp_path: Path,
+) -> None:
+    """The whole-Page score puts the answering Page below the eight results; its section's
+    evidence brings it to the first place, with that section in its body."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, _wiki())
+    answer = ask(QUERY, project, home=home, scope="project")
+    assert ids(answer)[0] == "answer"
+    body = answer["pages"][0]["body"]
+    assert "restore the lockfile first" in body
+
+
+def test_fewer_documents_are_the_first_of_more(tmp_path: Path) -> None:
+    """Every `maxDocuments` ranks the same pool again, so a smaller one's results are the
+    first of a larger one's, in the same order with the same ranks."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, _wiki())
+    rows = {
+        n: [
+            (r["identifier"], r["rank"])
+            for r in ask(QUERY, project, home=home, scope="project", max_documents=n)["results"]
+        ]
+        for n in (1, 3, 8, 20)
+    }
+    assert len(rows[20]) == 13
+    for n in (1, 3, 8):
+        assert rows[n] == rows[20][:n], n
