@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest_memory import ask, ids, new_project, page, put_pages
+from conftest_memory import add_source, ask, ids, new_project, page, put_pages
 
 from lwc_trio.memory.index.inputs import PageInput
 
@@ -30,7 +30,7 @@ def _wiki() -> list[PageInput]:
         )
         for n in range(12)
     ]
-    long_sections = "".join(f"## Part {k}\n\n{_filler(100 + k, 120)}\n\n" for k in range(8))
+    long_sections = "".join(f"## Part {k}\n\n{_filler(100 + k, 120)}\n\n" for k in range(40))
     pages.append(
         page(
             "answer",
@@ -48,13 +48,15 @@ def test_a_page_whose_one_section_answers_comes_first_from_below_the_results(
     tmp_path: Path,
 ) -> None:
     """The whole-Page score puts the answering Page below the eight results; its section's
-    evidence brings it to the first place, with that section in its body."""
+    evidence brings it to the first place, and of its body, too long to come whole, that
+    section comes."""
     project, db, home = new_project(tmp_path)
     put_pages(db, _wiki())
     answer = ask(QUERY, project, home=home, scope="project")
     assert ids(answer)[0] == "answer"
-    body = answer["pages"][0]["body"]
-    assert "restore the lockfile first" in body
+    first = answer["pages"][0]
+    assert first["truncated"] is True
+    assert "restore the lockfile first" in first["body"]
 
 
 def test_fewer_documents_are_the_first_of_more(tmp_path: Path) -> None:
@@ -72,3 +74,53 @@ def test_fewer_documents_are_the_first_of_more(tmp_path: Path) -> None:
     assert len(rows[20]) == 13
     for n in (1, 3, 8):
         assert rows[n] == rows[20][:n], n
+
+
+def _prefixes(project: Path, home: Path, query: str) -> None:
+    rows = {
+        n: [
+            (r["identifier"], r["rank"], r["match"])
+            for r in ask(query, project, home=home, scope="project", max_documents=n)["results"]
+        ]
+        for n in range(1, 21)
+    }
+    for n in range(1, 20):
+        assert rows[n] == rows[20][:n], n
+
+
+def test_a_source_and_title_fill_ups_keep_their_places_at_any_max_documents(
+    tmp_path: Path,
+) -> None:
+    """Pages with sections, a Source and, after them, Pages found by their misspelt title
+    alone: each `maxDocuments` gives the first of the next one's results."""
+    project, db, home = new_project(tmp_path)
+    pages = [
+        page(
+            f"log-{i}",
+            f"Log {i}",
+            f"## A\n\nerror: kuberntes not found {i}\n\n## B\n\nother {'kuberntes ' * i}\n",
+        )
+        for i in range(3)
+    ]
+    pages += [page(f"k8s-{i}", f"Kubernetes guide {i}", "how we ship") for i in range(10)]
+    pages += [page(f"filler-{i}", f"Filler {i}", "apple text") for i in range(20)]
+    put_pages(db, pages)
+    add_source(db, "kuberntes appears in this source too", title="src")
+    _prefixes(project, home, "kuberntes")
+
+
+def test_a_title_match_far_below_on_score_ranks_alike_at_any_max_documents(
+    tmp_path: Path,
+) -> None:
+    """A Page titled as the query, whose long body puts it 50th on its score, is pulled up
+    by its title to 4th place: it is found among the candidates at every `maxDocuments`."""
+    project, db, home = new_project(tmp_path)
+    pages = [page(f"other-{i}", f"Other {i}", f"unrelated text {i}") for i in range(200)]
+    pages += [
+        page(f"note-{i:02d}", f"Note {i}", "deploy " + " ".join(f"f{i}x{k}" for k in range(i)))
+        for i in range(60)
+    ]
+    pages.append(page("deploy", "Deploy", " ".join(f"filler{k}" for k in range(400))))
+    put_pages(db, pages)
+    assert ids(ask("deploy", project, home=home, scope="project"))[3] == "deploy"
+    _prefixes(project, home, "deploy")

@@ -3,9 +3,9 @@
 The search ranks whole Pages (BM25F over title, path, summary and body, `search.py`). A long
 Page that mentions the query's words everywhere can outrank a Page one of whose sections
 answers the question, and the whole-Page score can leave that Page just below the results. So
-the search's best `RERANK_POOL` Pages (20, the most `maxDocuments` allows, whatever the request
-asks for) are ranked again with their best section's score, and the answer keeps the first
-`maxDocuments` of them: every unit
+the search's best `RERANK_POOL` hits (20, the most `maxDocuments` allows; `lwc search --limit`
+above 20 ranks that many) are ranked again with their best section's score, and the answer
+keeps the first `maxDocuments` of them: every unit
 (a section, or a run of a long section's blocks: `passages.split_units`) of those that have
 headings is scored for the query as one collection, as the answer's passages are
 (`passages.best_units`), and each such Page's score becomes
@@ -24,8 +24,8 @@ keep the search's order.
 One pool for every `maxDocuments` makes the results of a smaller `maxDocuments` the first
 of a larger one's. Tuned on the public documentation set (`scripts/bench docs`; docs/memory.md,
 "Section evidence"): a pool of 20 at w = 0.8 against the 8 results at w = 0.65 took page@1
-from 0.67 to 0.70 and every-key-span recall from 0.75 to 0.78, for about 0.4 ms of CPU per
-further Page read and analysed.
+from 0.67 to 0.70 and every-key-span recall from 0.75 to 0.78, for 0.62 ms a further Page
+read and analysed on the scale benchmark's Pages (docs/benchmarks.md, "Wiki scale").
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = ["RERANK_POOL", "SECTION_WEIGHT", "rerank"]
 SECTION_WEIGHT = 0.8
 """The best section's share of a Page's final score."""
 RERANK_POOL = 20
-"""How many of a store's best hits are ranked again, whatever `maxDocuments` (at most 20)."""
+"""How many of a store's best hits are ranked again at least: every `maxDocuments` (1–20)."""
 
 
 def rerank(

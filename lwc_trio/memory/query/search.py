@@ -371,8 +371,8 @@ def search_store(
     pool: int = 0,
 ) -> list[Hit]:
     """The store's best `limit` hits for `query` (non-empty), best first; with `pool` above
-    `limit`, its best `pool` scored hits (what `evidence.rerank` ranks again), title
-    fill-ups still only up to `limit`.
+    `limit`, its best `pool` scored hits (what `evidence.rerank` ranks again, from the best
+    `CANDIDATE_FACTOR × pool` candidates), title fill-ups still only up to `limit`.
 
     Runs inside the caller's read transaction. `degrees(slugs)` returns the link in-degrees
     of candidate Pages; `vocabulary()` the store's vocabulary (built once per revision, only
@@ -397,10 +397,10 @@ def search_store(
     )
     scores = score(postings, terms, cancelled)
     check_cancelled(cancelled)
-    fill, limit = limit, max(limit, pool)
-    # The best CANDIDATE_FACTOR × limit documents still indexed (rewritten and removed ones
-    # leave dead postings behind until their terms' segments are merged).
-    want = CANDIDATE_FACTOR * limit
+    ranked_most = max(limit, pool)
+    # The best CANDIDATE_FACTOR × ranked_most documents still indexed (rewritten and removed
+    # ones leave dead postings behind until their terms' segments are merged).
+    want = CANDIDATE_FACTOR * ranked_most
     ranked = scores.best(want)
     scored, described = _live(conn, ranked, want, facts=facts, cancelled=cancelled)
     if len(scored) < want < len(scores):  # dead documents among the best: look further
@@ -411,7 +411,7 @@ def search_store(
     wants_generic = any(qt.term in GENERIC_TERMS for qt in query)
     degree_map = _degrees(degrees, pages, facts) if pages else {}
     # Candidates as plain tuples (rank, Pages first, identifier, doc id, doc type): only the
-    # `limit` kept become `Hit`s, and only they need their match label and snippet offset.
+    # `ranked_most` kept become `Hit`s, and only they need their match label and offset.
     padded = f" {phrase} "
     ranked_hits: list[tuple[float, int, str, int, str]] = []
     for neg, doc_id in scored:
@@ -424,7 +424,7 @@ def search_store(
             factor = _factor(title, path, generic, padded, wants_generic, ranking)
             ranked_hits.append((neg * factor, 1, ident, doc_id, doc_type))
     ranked_hits.sort(key=_HIT_ORDER)  # as `Hit.sort_key`; stable, like the sort of Hits
-    del ranked_hits[limit:]
+    del ranked_hits[ranked_most:]
     offsets = _first_offsets(postings, [item[3] for item in ranked_hits], list(weighted))
     hits = [
         Hit(
@@ -437,11 +437,11 @@ def search_store(
         for rank, _order, ident, doc_id, doc_type in ranked_hits
     ]
 
-    if len(hits) < fill:
+    if len(hits) < limit:
         check_cancelled(cancelled)
         seen = {doc_id for _neg, doc_id in scored}
-        filled = _filled(conn, vocabulary(), query, fill, seen, pages, hidden, facts, cancelled)
-        hits.extend(filled[: fill - len(hits)])
+        filled = _filled(conn, vocabulary(), query, limit, seen, pages, hidden, facts, cancelled)
+        hits.extend(filled[: limit - len(hits)])
     return hits
 
 
