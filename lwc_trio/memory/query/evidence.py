@@ -42,7 +42,8 @@ __all__ = ["RERANK_POOL", "SECTION_WEIGHT", "rerank"]
 SECTION_WEIGHT = 0.8
 """The best section's share of a Page's final score."""
 RERANK_POOL = 20
-"""How many of a store's best hits are ranked again at least: every `maxDocuments` (1–20)."""
+"""How many of a store's best hits are ranked again for any `maxDocuments` (1–20); a larger
+limit (`lwc search --limit`) ranks that many."""
 
 
 def rerank(
