@@ -9,8 +9,9 @@
    vocabulary words too (`fuzzy.py`); a document found only through such words is
    `"match": "fuzzy"`.
 3. **Adjustments** on the best `CANDIDATE_FACTOR × max(limit, pool)`: a title or path equal
-   to (or containing) the whole query pulls a document up; generic pages (index, overview, readme,
-   toc, contents) are pushed down unless the query asks for them; a small link-graph boost.
+   to (or containing) the whole query pulls a document up; generic pages (index, overview,
+   readme, toc, contents) are pushed down unless the query asks for them; a small link-graph
+   boost.
    Everything they need was stored at write time (`index/`): no text is analyzed here.
 4. A Source cited by a matching `kind=source` Page is hidden (the Page summarizes it).
 5. **Title fill-up**: when fewer than `limit` remain, documents whose title or path matches
