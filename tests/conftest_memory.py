@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -15,8 +16,12 @@ from typing import Any
 from lwc_trio.memory.index.inputs import PageInput, SourceInput, decode_source
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryQuery, explore_memory, merge_rows, query_stores
+from lwc_trio.memory.query.fuzzy import build_vocabulary
+from lwc_trio.memory.query.scoring import Ranking
+from lwc_trio.memory.query.search import search_store
 from lwc_trio.memory.storage.discovery import find_project_store
 from lwc_trio.memory.storage.store import create_store
+from lwc_trio.memory.text.tokenize import query_terms
 from lwc_trio.protocol.tool import DEFAULT_MAX_TOKENS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,6 +104,28 @@ def ask(
         max_tokens=max_tokens,
     )
     return explore_memory(q, cancelled=cancelled or threading.Event())
+
+
+NEUTRAL = Ranking(title_exact=1, title_phrase=1, path_exact=1, path_phrase=1, generic_penalty=1)
+"""The ranking without its adjustments: plain BM25F."""
+
+
+def raw_scores(db: Path, query: str, limit: int = 20) -> dict[str, float]:
+    """The best `limit` ranks without any adjustment (plain BM25F, no section evidence),
+    best first, to check the adjustments by hand."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        hits = search_store(
+            conn,
+            query_terms(query),
+            limit,
+            degrees=lambda slugs: {},
+            vocabulary=lambda: build_vocabulary(conn),
+            ranking=NEUTRAL,
+        )
+    finally:
+        conn.close()
+    return {hit.identifier: hit.rank for hit in hits}
 
 
 def search_rows(query: str, project: Path, *, home: Path, limit: int = 8) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest_memory import add_source, ask, ids, new_project, page, put_pages
+from conftest_memory import add_source, ask, ids, new_project, page, put_pages, raw_scores
 
 from lwc_trio.memory.index.inputs import PageInput
 
@@ -52,6 +52,7 @@ def test_a_page_whose_one_section_answers_comes_first_from_below_the_results(
     section comes."""
     project, db, home = new_project(tmp_path)
     put_pages(db, _wiki())
+    assert list(raw_scores(db, QUERY)).index("answer") >= 8
     answer = ask(QUERY, project, home=home, scope="project")
     assert ids(answer)[0] == "answer"
     first = answer["pages"][0]
@@ -59,24 +60,9 @@ def test_a_page_whose_one_section_answers_comes_first_from_below_the_results(
     assert "restore the lockfile first" in first["body"]
 
 
-def test_fewer_documents_are_the_first_of_more(tmp_path: Path) -> None:
-    """Every `maxDocuments` ranks the same pool again, so a smaller one's results are the
-    first of a larger one's, in the same order with the same ranks."""
-    project, db, home = new_project(tmp_path)
-    put_pages(db, _wiki())
-    rows = {
-        n: [
-            (r["identifier"], r["rank"])
-            for r in ask(QUERY, project, home=home, scope="project", max_documents=n)["results"]
-        ]
-        for n in (1, 3, 8, 20)
-    }
-    assert len(rows[20]) == 13
-    for n in (1, 3, 8):
-        assert rows[n] == rows[20][:n], n
-
-
-def _prefixes(project: Path, home: Path, query: str) -> None:
+def _prefixes(project: Path, home: Path, query: str) -> list[tuple[str, float, str]]:
+    """Each `maxDocuments` from 1 to 19 gives the first of 20's results (identifiers, ranks
+    and match kinds); returns 20's."""
     rows = {
         n: [
             (r["identifier"], r["rank"], r["match"])
@@ -86,6 +72,15 @@ def _prefixes(project: Path, home: Path, query: str) -> None:
     }
     for n in range(1, 20):
         assert rows[n] == rows[20][:n], n
+    return rows[20]
+
+
+def test_fewer_documents_are_the_first_of_more(tmp_path: Path) -> None:
+    """Every `maxDocuments` ranks the same pool again, so a smaller one's results are the
+    first of a larger one's, in the same order with the same ranks."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, _wiki())
+    assert len(_prefixes(project, home, QUERY)) == 13
 
 
 def test_a_source_and_title_fill_ups_keep_their_places_at_any_max_documents(
@@ -122,5 +117,6 @@ def test_a_title_match_far_below_on_score_ranks_alike_at_any_max_documents(
     ]
     pages.append(page("deploy", "Deploy", " ".join(f"filler{k}" for k in range(400))))
     put_pages(db, pages)
+    assert list(raw_scores(db, "deploy", 80)).index("deploy") >= 4 * 8
     assert ids(ask("deploy", project, home=home, scope="project"))[3] == "deploy"
     _prefixes(project, home, "deploy")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -18,17 +17,14 @@ from conftest_memory import (
     new_store,
     page,
     put_pages,
+    raw_scores,
     search_rows,
 )
 
 from lwc_trio.memory.index.inputs import PageInput
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query.engine import MemoryCancelled
-from lwc_trio.memory.query.fuzzy import build_vocabulary
 from lwc_trio.memory.query.passages import ELISION
-from lwc_trio.memory.query.scoring import Ranking
-from lwc_trio.memory.query.search import search_store
-from lwc_trio.memory.text.tokenize import query_terms
 from lwc_trio.protocol.tool import MAX_TOKENS_MAX
 
 RESULT_KEYS = [
@@ -65,29 +61,9 @@ FILLER = [
 ]
 
 
-NEUTRAL = Ranking(title_exact=1, title_phrase=1, path_exact=1, path_phrase=1, generic_penalty=1)
-
-
 def put_among_filler(db: Path, *pages: PageInput) -> None:
     """Write `pages` beside the eight FILLER pages (so no term is in most of the store)."""
     put_pages(db, [*FILLER, *pages])
-
-
-def raw_scores(db: Path, query: str) -> dict[str, float]:
-    """Ranks without any adjustment (plain BM25F), to check the adjustments by hand."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        hits = search_store(
-            conn,
-            query_terms(query),
-            20,
-            degrees=lambda slugs: {},
-            vocabulary=lambda: build_vocabulary(conn),
-            ranking=NEUTRAL,
-        )
-    finally:
-        conn.close()
-    return {hit.identifier: hit.rank for hit in hits}
 
 
 GENERIC = (page("index", "Index", "kubernetes"), page("guide", "Guide", "kubernetes"))
