@@ -231,6 +231,38 @@ def test_a_documentation_tree_imports_in_one_command(env: tuple[Path, Path]) -> 
     assert (shown["summary"], shown["body"]) == ("Models.", "\n## Basic {#basic}\n")
 
 
+LINKED_TREE = {
+    "index.md": "[Install](guide/install.md), [the guide](guide/README.md), "
+    "[keys](reference/config.md#keys), [a site](https://example.org/a.md)\n",
+    "guide/README.md": "[Install](install.md) [config](../reference/config.md) [home](/index.md)\n",
+    "guide/install.md": "[back](./README.md) [[reference-config]] [up](../../outside.md) "
+    "[gone](nowhere.md) `[code](../index.md)`\n",
+    "reference/config.md": "---\nslug: cfg\n---\n[install](../guide/install.md) [me](config.md)\n"
+    "See [the start][start].\n\n[start]: ../index.md\n",
+}
+
+
+def test_a_documentation_tree_keeps_its_own_links(env: tuple[Path, Path]) -> None:
+    """A Markdown link to a `*.md` file of the folder (inline or by a reference definition)
+    names the Page that file became (by its path, a front matter slug included); a link to a file the folder does not hold keeps
+    the file's name, as before; code, URLs and self-links are no links. Importing the same
+    tree again changes nothing."""
+    project, home = env
+    write(project / "docs", LINKED_TREE)
+    assert out_json(run_lwc("page", "import", "docs", cwd=project, home=home))["created"] == 4
+
+    def links(slug: str) -> list[str]:
+        shown = out_json(run_lwc("page", "show", slug, cwd=project, home=home))
+        return [str(link) for link in shown["links"]]
+
+    assert links("index") == ["cfg", "guide", "guide-install"]
+    assert links("guide") == ["cfg", "guide-install", "index"]
+    assert links("guide-install") == ["guide", "nowhere", "outside", "reference-config"]
+    assert links("cfg") == ["guide-install", "index"]
+    again = out_json(run_lwc("page", "import", "docs", cwd=project, home=home))
+    assert (again["created"], again["updated"], again["unchanged"]) == (0, 0, 4)
+
+
 def test_source_add_of_a_deep_tree_skips_a_path_over_300_characters(
     env: tuple[Path, Path],
 ) -> None:

@@ -31,6 +31,24 @@ def test_markdown_links_to_md_files_count_urls_do_not() -> None:
     assert extract_links(body) == ["guide", "my notes", "other"]
 
 
+def test_reference_definitions_to_md_files_are_links() -> None:
+    """`[label]: target.md` at a line's start (up to three spaces in, `<...>` and a title
+    allowed) is a link, as an inline one is; a footnote, an indented (code) line, a fenced
+    one and a URL are not. The mdBook of cargo writes most of its links this way."""
+    body = (
+        "Read [the book][book] and [`cargo build`].\n\n"
+        "[book]: ../guide/index.md\n"
+        '  [`cargo build`]: <../commands/cargo build.md> "the command"\n'
+        "[esc\\]aped]: escaped.md#part\n"
+        "[^note]: footnote.md\n"
+        "    [code]: indented.md\n"
+        "[web]: https://example.org/web.md\n"
+        "```\n[fenced]: fenced.md\n```\n"
+        "not [at]: line-start.md"
+    )
+    assert extract_links(body) == ["cargo build", "escaped", "index"]
+
+
 def test_links_inside_code_are_not_links() -> None:
     """Fenced blocks (``` and ~~~) and inline code spans never contribute links."""
     body = (

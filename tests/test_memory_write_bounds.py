@@ -69,6 +69,19 @@ def test_a_page_with_too_many_links_is_refused_and_nothing_is_written(tmp_path: 
     assert len(shown["links"]) == MAX_PAGE_LINKS
 
 
+def test_reference_definitions_count_towards_the_bound(tmp_path: Path) -> None:
+    """A body whose links are all reference definitions (`[a]: a.md`, no `[[` or `](`) is
+    bounded like one of `[[a]]` links."""
+    db = new_store(tmp_path / "p")
+    body = "".join(f"[t{i}]: t{i}.md\n" for i in range(MAX_PAGE_LINKS + 1))
+    with Wiki(db) as wiki:
+        with pytest.raises(WikiError) as refused:
+            wiki.put_pages([page("hub", "Hub", body)])
+        assert refused.value.code == "invalid_page"
+        assert f"{MAX_PAGE_LINKS + 1:,}" in refused.value.message
+        assert wiki.list_pages() == []
+
+
 def test_recorded_links_count_towards_the_bound(tmp_path: Path) -> None:
     """Links another tool recorded (`PageInput.links`, `import --from-lwc`) are bounded too."""
     db = new_store(tmp_path / "p")

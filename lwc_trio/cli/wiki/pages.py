@@ -27,7 +27,7 @@ from lwc_trio.cli.wiki.stores import (
     suggesting,
     write_scope,
 )
-from lwc_trio.memory.exchange.doc_tree import page_from_markdown
+from lwc_trio.memory.exchange.doc_tree import page_from_markdown, tree_links
 from lwc_trio.memory.exchange.export import EXPORT_MARKER
 from lwc_trio.memory.exchange.transfer import parse_jsonl
 from lwc_trio.memory.exchange.walk import Skipped, page_inputs
@@ -165,7 +165,7 @@ def page_import(args: argparse.Namespace) -> int:
     store = require_store(scope)
     if source.is_dir():
         pages: list[PageInput] | CheckedPages = page_inputs(
-            source, skipped=skipped, parse=page_from_markdown
+            source, skipped=skipped, parse=page_from_markdown, link=tree_links
         )
     elif source.is_file():
         pages = parse_jsonl(source, spool_dir=store.parent)

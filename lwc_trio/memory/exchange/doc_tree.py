@@ -12,6 +12,11 @@ folder) in one command:
 - **title**: the front matter's `title`, else the first ATX heading outside code fences with
   its attribute list (`{ #id }`, `{#id .class}`, `{: .class }`) removed, else the file name
   (an index or README file: its folder's name).
+- **links**: a Markdown link to a `*.md` file names the Page of the file it reaches in the
+  folder (`[config](../reference/config.md)` from `guide/install.md` → `reference-config`; a
+  path starting with `/` is taken from the folder's root), so a tree's own links join its
+  Pages; a link to a file the folder does not hold keeps the file's name (`other.md` →
+  `other`), as `lwc page put` records every such link.
 - **kind**, **summary**, **sources**, **provenance** and the dates: the front matter's, when it
   has them (so an `lwc export` folder imports as well); a `description` stands in for a missing
   `summary`. Every other front matter key (a site generator's `id`, `sidebar_label`, `hide`...)
@@ -26,15 +31,19 @@ plain string work, linear in the text.
 from __future__ import annotations
 
 import json
+import posixpath
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+
+import attrs
 
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import PAGE_KEYS, page_from_mapping
 from lwc_trio.memory.index.inputs import PageInput
+from lwc_trio.memory.text.links import extract_links
 from lwc_trio.memory.text.markdown import first_heading
 
-__all__ = ["INDEX_STEMS", "page_from_markdown", "path_slug", "split_front_matter"]
+__all__ = ["INDEX_STEMS", "page_from_markdown", "path_slug", "split_front_matter", "tree_links"]
 
 INDEX_STEMS = frozenset({"index", "readme"})
 """File stems (case-insensitive) that stand for their folder, as on a documentation site."""
@@ -204,3 +213,24 @@ def page_from_markdown(text: str, *, name: str, relative: str) -> PageInput:
         fields["title"] = first_heading(body) or _name(relative)
     fields = {key: value for key, value in fields.items() if value is not None}
     return page_from_mapping({**fields, "body": body}, where=name)
+
+
+# ------------------------------------------------------------------------------- links
+
+
+def tree_links(found: Sequence[tuple[str, PageInput]]) -> list[PageInput]:
+    """The Pages of a folder (each with its path below the folder) with their body's links
+    resolved (module docstring): a `*.md` link names the Page of the file it reaches."""
+    slugs = {relative: page.slug for relative, page in found}
+
+    def linked(relative: str, page: PageInput) -> PageInput:
+        folder = posixpath.dirname(relative)
+
+        def resolve(path: str) -> str | None:
+            within = path.lstrip("/") if path.startswith("/") else posixpath.join(folder, path)
+            return slugs.get(posixpath.normpath(within))
+
+        links = extract_links(page.body, own_slug=page.slug, resolve=resolve)
+        return attrs.evolve(page, body_links=tuple(links))
+
+    return [linked(relative, page) for relative, page in found]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -361,16 +361,18 @@ def page_inputs(
     *,
     skipped: list[Skipped] | None,
     parse: PageParser,
+    link: Callable[[Sequence[tuple[str, PageInput]]], list[PageInput]],
 ) -> list[PageInput]:
     """A Page for each `.md` text file the walk of `folder` finds (`parse` makes it), refusing
-    two files that give the same slug — naming both files.
+    two files that give the same slug — naming both files; then `link` resolves their links
+    with every Page's path below `folder` known.
 
     A file that makes no valid Page (no slug, a title over its limit...) is skipped and
     listed like an unreadable one. Raises `WikiError` (`invalid_page` for a repeated slug;
     strict: the first file that is unreadable or makes no valid Page).
     """
     _open_root(folder)
-    pages: list[PageInput] = []
+    pages: list[tuple[str, PageInput]] = []
     origin: dict[str, str] = {}
     listing = list_folder(folder, suffix=".md")
     for relative, _, text, _ in _texts(folder, listing, skipped, code="invalid_import"):
@@ -389,5 +391,5 @@ def page_inputs(
                 'another slug in its front matter (`slug: "..."`) or rename it — nothing was '
                 "imported",
             )
-        pages.append(page)
-    return pages
+        pages.append((relative, page))
+    return link(pages)

@@ -27,6 +27,7 @@ __all__ = [
     "CheckedSources",
     "PageInput",
     "SourceInput",
+    "body_links",
     "check_pages",
     "decode_source",
     "source_id",
@@ -55,6 +56,9 @@ class PageInput:
     updated_at: str | None = None
     # Links recorded by another tool (`lwc import --from-lwc`), stored with those in the body.
     links: tuple[str, ...] = ()
+    # The body's links as a folder import resolved them (`doc_tree.tree_links`: a `*.md`
+    # link names the file it reaches); None: extracted from the body at write time.
+    body_links: tuple[str, ...] | None = None
 
 
 @attrs.frozen
@@ -129,15 +133,16 @@ def validate_page(page: PageInput) -> None:
 
 def _check_links(page: PageInput) -> None:
     """Refuse a Page with more than `MAX_PAGE_LINKS` distinct out-links. Each link takes at
-    least four characters of the body (`[[a]]`, `](a.md)`: the two kinds can share one) and
-    needs a `[[` or a `](`, so most bodies are let through by their length or by counting
-    those alone."""
+    least four characters of the body (`[[a]]`, `](a.md)`, `[a]: a.md`: two kinds can share
+    one) and needs a `[[`, a `](` or a `]:`, so most bodies are let through by their length
+    or by counting those alone."""
     if len(page.body) // 4 + len(page.links) <= MAX_PAGE_LINKS:
         return
-    rough = page.body.count("[[") + page.body.count("](") + len(page.links)
+    body = page.body
+    rough = body.count("[[") + body.count("](") + body.count("]:") + len(page.links)
     if rough <= MAX_PAGE_LINKS:
         return
-    links = set(extract_links(page.body, own_slug=page.slug)).union(page.links)
+    links = set(body_links(page)).union(page.links)
     links.discard(page.slug)
     if len(links) > MAX_PAGE_LINKS:
         raise WikiError(
@@ -145,6 +150,13 @@ def _check_links(page: PageInput) -> None:
             f"page {page.slug[:64]!r} links to {len(links):,} pages (at most "
             f"{MAX_PAGE_LINKS:,} distinct links per page): split it into smaller pages",
         )
+
+
+def body_links(page: PageInput) -> list[str]:
+    """The links `page`'s body makes: those its folder import resolved, else extracted."""
+    if page.body_links is not None:
+        return sorted(set(page.body_links) - {page.slug})
+    return extract_links(page.body, own_slug=page.slug)
 
 
 class CheckedSources(abc.ABC):

@@ -14,7 +14,7 @@ import attrs
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.format.schema import placeholders
 from lwc_trio.memory.format.slugs import order_provenance
-from lwc_trio.memory.index.inputs import PageInput
+from lwc_trio.memory.index.inputs import PageInput, body_links
 from lwc_trio.memory.index.reads import PageRecord
 
 __all__ = ["PageRows", "Planned", "plan"]
@@ -45,8 +45,9 @@ class Planned:
         )  # fmt: skip
 
 
-def plan(conn: sqlite3.Connection, page: PageInput, body_links: list[str]) -> Planned:
-    """The rows of `page`, whose body links to `body_links`. Raises
+def plan(conn: sqlite3.Connection, page: PageInput, extracted: list[str]) -> Planned:
+    """The rows of `page`, whose body links to `extracted` (`links.extract_links`) unless a
+    folder import resolved them (`PageInput.body_links`). Raises
     `WikiError(source_not_found)` when it cites a Source the store does not hold."""
     sources = sorted(set(page.sources))
     if sources:
@@ -59,7 +60,7 @@ def plan(conn: sqlite3.Connection, page: PageInput, body_links: list[str]) -> Pl
             raise WikiError(
                 "source_not_found", f"page {page.slug!r} cites unknown source {missing[0]!r}"
             )
-    links = body_links
+    links = extracted if page.body_links is None else body_links(page)
     if page.links:
         links = sorted(set(links).union(page.links) - {page.slug})
     return Planned(sources, _stored_provenance(page), links)

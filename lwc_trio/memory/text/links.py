@@ -1,13 +1,17 @@
 """Link extraction from Page bodies at write time (SPEC §4).
 
 Recognised: `[[slug]]`, `[[slug|alias]]`, `[[slug#fragment]]` and Markdown links whose target is
-a relative `*.md` file (`[text](dir/other.md#part)` → `other`). Nothing inside fenced code
+a relative `*.md` file, inline or by reference (`[text](dir/other.md#part)`, or `[text][o]`
+with a line `[o]: dir/other.md`) → `other`: the file's name, as LWC records it; a folder
+import names the file by its path instead (`resolve`). Nothing inside fenced code
 blocks or inline code spans counts: code samples that mention `[[x]]` are not links.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable
 from urllib.parse import unquote
 
 from lwc_trio.memory.format.slugs import is_valid_slug
@@ -30,6 +34,11 @@ _MDLINK = re.compile(
     r"\]\(\s*+(?:<((?:[^>\n\]]|\](?!\())*+)>|((?:[^)\s\]]|\](?!\())++))"
     r"(?:\s++[\"'(](?:[^)\n\]]|\](?!\())*+)?\s*\)"
 )
+_MDDEF = re.compile(r"\n[ ]{0,3}\[(?!\^)(?:[^\]\n\\]|\\.)++\]:[ \t]*+(?:<([^>\n]*+)>|(\S++))")
+"""A link reference definition (`[label]: target`, `[label]: <target> "title"`; not a
+footnote's `[^1]:`), at the start of a line (the text is searched with a newline before
+it). Linear: an attempt starts only at a line's start and runs to its end at most, every
+run possessive."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -107,25 +116,38 @@ def _wikilink_target(inner: str) -> str:
     return target.strip()
 
 
-def _markdown_target(target: str) -> str | None:
+def _markdown_path(target: str) -> str | None:
+    """The file path a Markdown link's target names (query and fragment left out), if it is
+    a relative link to a `*.md` file."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return None
     path = unquote(target.split("#", 1)[0].split("?", 1)[0])
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    if not name.lower().endswith(".md"):
+    if not path.rstrip("/").lower().endswith(".md"):
         return None
-    return name[: -len(".md")]
+    return path.rstrip("/")
 
 
-def extract_links(markdown: str, *, own_slug: str | None = None) -> list[str]:
-    """Distinct valid target slugs linked from `markdown`, sorted; self-links dropped."""
+def extract_links(
+    markdown: str,
+    *,
+    own_slug: str | None = None,
+    resolve: Callable[[str], str | None] | None = None,
+) -> list[str]:
+    """Distinct valid target slugs linked from `markdown`, sorted; self-links dropped.
+
+    A Markdown link to a `*.md` file names the slug `resolve(path)` gives for the path as
+    written (a folder import: the slug of the file it reaches in the folder), else, and
+    without `resolve`, the file's name less `.md`."""
     text = strip_code(markdown)
     found: set[str] = set()
     for match in _WIKILINK.finditer(text):
         found.add(_wikilink_target(match.group(1)))
-    for match in _MDLINK.finditer(text):
-        slug = _markdown_target(match.group(1) if match.group(1) is not None else match.group(2))
-        if slug is not None:
-            found.add(slug)
+    targets = itertools.chain(_MDLINK.finditer(text), _MDDEF.finditer("\n" + text))
+    for match in targets:
+        path = _markdown_path(match.group(1) if match.group(1) is not None else match.group(2))
+        if path is None:
+            continue
+        slug = resolve(path) if resolve is not None else None
+        found.add(slug if slug is not None else path.rsplit("/", 1)[-1][: -len(".md")])
     found.discard(own_slug or "")
     return sorted(slug for slug in found if is_valid_slug(slug))
