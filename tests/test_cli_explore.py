@@ -80,3 +80,21 @@ def test_explore_passes_max_tokens_to_the_tool(wiki: Path, lwc_env: dict[str, st
     error = json.loads(low.stderr)["error"]
     assert error["code"] == "invalid_arguments"
     assert "maxTokens" in error["message"]
+
+
+def test_an_answer_lists_the_links_to_pages_the_wiki_holds(
+    wiki: Path, lwc_env: dict[str, str]
+) -> None:
+    """A Page's `links` in an answer name Pages the agent can open: a `[[page]]` not written
+    yet and a `*.md` link to a file the Wiki does not hold are left out of the answer, while
+    `lwc page show` lists every link the Page records."""
+    body = wiki / "hub.md"
+    body.write_text("Workers: see [[supervision]], [[not-written-yet]] and [pool](pool.md).\n")
+    put = _lwc(lwc_env, wiki, "page", "put", "hub", "--title", "Hub", "--file", str(body))
+    assert put.returncode == 0, put.stderr
+    shown = json.loads(_lwc(lwc_env, wiki, "page", "show", "hub").stdout)
+    assert shown["links"] == ["not-written-yet", "pool", "supervision"]
+    cli = _lwc(lwc_env, wiki, "explore", "workers hub")
+    assert cli.returncode == 0, cli.stderr
+    pages = {p["slug"]: p for p in json.loads(cli.stdout)["memory"]["pages"]}
+    assert pages["hub"]["links"] == ["supervision"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from lwc_trio.memory.query.results import (
     _ELLIPSIS,
     LINKS_READ,
+    LINKS_SCAN,
     SNIPPET_LEAD,
     SNIPPET_WINDOW,
     _in_word,
@@ -232,17 +233,30 @@ def test_half_window_first_gives_the_same_snippet(text: str, at: int) -> None:
 
 def test_links_read_per_page_are_bounded_at_the_query(tmp_path: Path) -> None:
     """A Page with 100,000 out-links costs the links query no more SQLite steps than one with
-    100 (SPEC §4: links read per Page are bounded at the query); counted by a progress
-    handler called every 100 virtual-machine steps, not by a clock."""
+    100 (SPEC §4: links read per Page are bounded at the query), whether its links name
+    Pages or not (those that do not are looked at up to `LINKS_SCAN` of them, then no
+    more); counted by a progress handler called every 100 virtual-machine steps, not by a
+    clock."""
     db = new_store(tmp_path)
     put_pages(db, [page("wide", "Wide"), page("narrow", "Narrow")])
     conn = sqlite3.connect(db)
+    targets = [f"t{i:06d}" for i in range(100_000)]
     with conn:
-        conn.executemany("INSERT INTO links VALUES ('wide', ?)",
-                         ((f"t{i:06d}",) for i in range(100_000)))  # fmt: skip
         conn.executemany(
-            "INSERT INTO links VALUES ('narrow', ?)", ((f"t{i:06d}",) for i in range(100))
+            "INSERT INTO pages (slug, title, body, created_at, updated_at) "
+            "VALUES (?, 'T', '', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+            ((slug,) for slug in targets),
         )
+        for source, count, prefix in (
+            ("wide", 100_000, "t"),
+            ("narrow", 100, "t"),
+            ("wide-dangling", 100_000, "x"),
+            ("scan-dangling", LINKS_SCAN, "x"),
+        ):
+            conn.executemany(
+                "INSERT INTO links VALUES (?, ?)",
+                ((source, f"{prefix}{i:06d}") for i in range(count)),
+            )
 
     def steps(slug: str) -> tuple[int, int]:
         count = [0]
@@ -260,6 +274,10 @@ def test_links_read_per_page_are_bounded_at_the_query(tmp_path: Path) -> None:
     narrow, narrow_links = steps("narrow")
     assert wide_links == narrow_links == LINKS_READ
     assert wide <= narrow + 2
+    dangling, none = steps("wide-dangling")
+    scanned, also_none = steps("scan-dangling")
+    assert none == also_none == 0
+    assert dangling <= scanned + 2
     conn.close()
 
 

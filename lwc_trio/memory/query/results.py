@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import re
 import sqlite3
 import threading
@@ -467,23 +468,32 @@ def _snippet(kept: _Rows | None, hit: Hit, text: str, whole: WholeQuery | None) 
 
 
 def _links(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """Each Page's first `LINKS_READ` out-links by target: bounded in SQL per Page (the
-    primary key's range), so a Page with 100,000 links costs no more than one with 65."""
+    """Each Page's first `LINKS_READ` out-links to Pages the store holds, by target: a link
+    to no Page (a `[[page]]` not written yet, a `*.md` link named by a file the Wiki does not
+    hold) is a slug the agent cannot open, so an answer does not spend its bytes on it
+    (`lwc page show` lists every link). Bounded in SQL per Page: at most `LINKS_SCAN` links
+    are looked at (the primary key's range), so a Page with 100,000 links costs no more than
+    one with 4,096."""
     found: dict[str, tuple[str, ...]] = {}
     for slug in slugs:
-        found[slug] = tuple(
-            target
-            for (target,) in conn.execute(
-                "SELECT to_slug FROM links WHERE from_slug = ? ORDER BY to_slug LIMIT ?",
-                (slug, LINKS_READ),
-            )
+        # Stepped one row at a time: it stops at the `LINKS_READ`th link that names a Page.
+        rows = conn.execute(
+            "SELECT to_slug, EXISTS (SELECT 1 FROM pages WHERE pages.slug = to_slug) "
+            "FROM links WHERE from_slug = ? ORDER BY to_slug LIMIT ?",
+            (slug, LINKS_SCAN),
         )
+        named = (target for target, held in rows if held)
+        found[slug] = tuple(itertools.islice(named, LINKS_READ))
+        rows.close()
     return found
 
 
 LINKS_READ = 65
 """Out-links read per Page: one more than an answer keeps (`bounds.LINKS_MAX`, 64), so
 `bounds.py` can mark the Page cut."""
+LINKS_SCAN = 4096
+"""Out-links looked at per Page for `LINKS_READ` that name a Page: as many as a write lets a
+Page have (`index.inputs.MAX_PAGE_LINKS`); a store written otherwise may hold more."""
 
 
 def fit_pages(
