@@ -214,3 +214,29 @@ def test_docs_scenario_asks_the_real_lwc(
     shown = (tmp_path / "dump" / "t-1.txt").read_text()
     assert "Q: how do I install the daemon on linux" in shown
     assert "Run `tool setup --system` as root" in shown
+
+
+def test_a_benchmark_server_runs_this_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `lwc serve` a memory, docs or answers benchmark starts imports lwc_trio from the
+    checkout the benchmark runs from (as its own `lwc` commands do), not from whichever
+    checkout the interpreter's venv installed: a run from another worktree measures that
+    worktree. The client is replaced by a recorder of what it would start."""
+    from benchmarks.scenarios import memory
+
+    started: dict[str, dict[str, str]] = {}
+
+    class Recorder:
+        def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, name: str) -> None:
+            started["env"] = env
+
+    monkeypatch.setattr(memory, "StdioClient", Recorder)
+    memory.Session(tmp_path, tmp_path / "home")
+    # `-S`: without the venv's site-packages, where an editable install of any checkout
+    # would answer; only what the environment points at is found.
+    found = subprocess.run(
+        [sys.executable, "-S", "-c", "import lwc_trio; print(lwc_trio.__file__)"],
+        env=started["env"], cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert Path(found.stdout.strip()).is_relative_to(REPO)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import procstats
-from benchmarks.fixtures import lwc_argv
+from benchmarks.fixtures import lwc_argv, private_env
 from benchmarks.messages import INITIALIZED, encode, initialize
 from benchmarks.scenarios.memory_corpus import Generator
 from benchmarks.scenarios.memory_floor import MAX_DOCUMENTS, check_floor_sql, floor_run
@@ -60,11 +60,9 @@ class Session:
     """A real `lwc serve --mcp` driven one request at a time by the harness's blocking client."""
 
     def __init__(self, workspace: Path, home: Path) -> None:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-        }
+        # This checkout's lwc, as the benchmark's own `lwc` commands run it: a run from
+        # another worktree measures that worktree, not the package installed in the venv.
+        env = private_env(home)
         argv = [*lwc_argv(), "serve", "--mcp", "--path", str(workspace)]
         self.client = StdioClient(argv, env=env, cwd=workspace, name="lwc")
         self._next = 0
