@@ -236,7 +236,7 @@ LINKED_TREE = {
     "[keys](reference/config.md#keys), [a site](https://example.org/a.md)\n",
     "guide/README.md": "[Install](install.md) [config](../reference/config.md) [home](/index.md)\n",
     "guide/install.md": "[back](./README.md) [[reference-config]] [up](../../outside.md) "
-    "[gone](nowhere.md) `[code](../index.md)`\n",
+    "[gone](nowhere.md) `[code](../index.md)`\n\n[another book]: ../../book/index.md\n",
     "reference/config.md": "---\nslug: cfg\n---\n[install](../guide/install.md) [me](config.md)\n"
     "See [the start][start].\n\n[start]: ../index.md\n",
 }
@@ -244,23 +244,47 @@ LINKED_TREE = {
 
 def test_a_documentation_tree_keeps_its_own_links(env: tuple[Path, Path]) -> None:
     """A Markdown link to a `*.md` file of the folder (inline or by a reference definition)
-    names the Page that file became (by its path, a front matter slug included); a link to a file the folder does not hold keeps
-    the file's name, as before; code, URLs and self-links are no links. Importing the same
-    tree again changes nothing."""
+    names the Page that file became (by its path, a front matter slug included); a link to a
+    file the folder does not hold is no link — not its file name, which would name no Page
+    or, for another book's `index.md`, this tree's `index`; code, URLs and self-links are no
+    links. Importing the same tree again changes nothing."""
     project, home = env
     write(project / "docs", LINKED_TREE)
     assert out_json(run_lwc("page", "import", "docs", cwd=project, home=home))["created"] == 4
-
-    def links(slug: str) -> list[str]:
-        shown = out_json(run_lwc("page", "show", slug, cwd=project, home=home))
-        return [str(link) for link in shown["links"]]
-
-    assert links("index") == ["cfg", "guide", "guide-install"]
-    assert links("guide") == ["cfg", "guide-install", "index"]
-    assert links("guide-install") == ["guide", "nowhere", "outside", "reference-config"]
-    assert links("cfg") == ["guide-install", "index"]
+    assert _links_of(project, home) == TREE_LINKS
     again = out_json(run_lwc("page", "import", "docs", cwd=project, home=home))
     assert (again["created"], again["updated"], again["unchanged"]) == (0, 0, 4)
+
+
+TREE_LINKS = {
+    "index": ["cfg", "guide", "guide-install"],
+    "guide": ["cfg", "guide-install", "index"],
+    "guide-install": ["guide", "reference-config"],
+    "cfg": ["guide-install", "index"],
+}
+
+
+def _links_of(project: Path, home: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for slug in TREE_LINKS:
+        shown = out_json(run_lwc("page", "show", slug, cwd=project, home=home))
+        out[slug] = [str(link) for link in shown["links"]]
+    return out
+
+
+def test_an_export_keeps_the_links_a_folder_import_resolved(env: tuple[Path, Path]) -> None:
+    """`lwc export` then `lwc import` into a new Wiki gives every Page the links the folder
+    import recorded: the export carries them (`links:`), where reading the bodies again,
+    without the folder, would name each `*.md` link by its file's name."""
+    project, home = env
+    write(project / "docs", LINKED_TREE)
+    out_json(run_lwc("page", "import", "docs", cwd=project, home=home))
+    out_json(run_lwc("export", str(project / "out"), cwd=project, home=home))
+    other = home / "other"
+    other.mkdir()
+    out_json(run_lwc("init", "--no-git-exclude", cwd=other, home=home))
+    out_json(run_lwc("import", str(project / "out"), cwd=other, home=home))
+    assert _links_of(other, home) == TREE_LINKS
 
 
 def test_source_add_of_a_deep_tree_skips_a_path_over_300_characters(

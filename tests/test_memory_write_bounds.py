@@ -82,6 +82,34 @@ def test_reference_definitions_count_towards_the_bound(tmp_path: Path) -> None:
         assert wiki.list_pages() == []
 
 
+def test_a_records_listed_links_are_checked_and_bounded(tmp_path: Path) -> None:
+    """A JSONL record's `links` (what an export carries) replace the body's: each must be a
+    slug, the error naming the item, and they count towards `MAX_PAGE_LINKS` however short
+    the body is; nothing is written when one is refused. Within the rules, they are the
+    Page's links."""
+    project, home = _cli_project(tmp_path)
+    records = {
+        "bad.jsonl": {"slug": "a", "title": "A", "body": "[[b]]", "links": ["b", "../up"]},
+        "many.jsonl": {
+            "slug": "a", "title": "A", "body": "x",
+            "links": [f"t{i}" for i in range(MAX_PAGE_LINKS + 1)],
+        },
+        "ok.jsonl": {"slug": "a", "title": "A", "body": "[[b]] [c](c.md)", "links": ["d", "a"]},
+    }  # fmt: skip
+    for name, record in records.items():
+        (project / name).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    before = snapshot(project / ".lwc")
+    bad = run_lwc("page", "import", "bad.jsonl", cwd=project, home=home)
+    assert (bad.returncode, err_code(bad)) == (1, "invalid_import")
+    assert "links[1]" in json.loads(bad.stderr)["error"]["message"]
+    many = run_lwc("page", "import", "many.jsonl", cwd=project, home=home)
+    assert (many.returncode, err_code(many)) == (1, "invalid_page")
+    assert snapshot(project / ".lwc") == before
+    out_json(run_lwc("page", "import", "ok.jsonl", cwd=project, home=home))
+    shown = out_json(run_lwc("page", "show", "a", cwd=project, home=home))
+    assert shown["links"] == ["d"]
+
+
 def test_recorded_links_count_towards_the_bound(tmp_path: Path) -> None:
     """Links another tool recorded (`PageInput.links`, `import --from-lwc`) are bounded too."""
     db = new_store(tmp_path / "p")

@@ -15,8 +15,9 @@ folder) in one command:
 - **links**: a Markdown link to a `*.md` file names the Page of the file it reaches in the
   folder (`[config](../reference/config.md)` from `guide/install.md` → `reference-config`; a
   path starting with `/` is taken from the folder's root), so a tree's own links join its
-  Pages; a link to a file the folder does not hold keeps the file's name (`other.md` →
-  `other`), as `lwc page put` records every such link.
+  Pages; a link to a file the folder does not hold (outside it, or missing) is no link: its
+  file name would name no Page, or the wrong one (another book's `index.md` is not this
+  tree's `index`).
 - **kind**, **summary**, **sources**, **provenance** and the dates: the front matter's, when it
   has them (so an `lwc export` folder imports as well); a `description` stands in for a missing
   `summary`. Every other front matter key (a site generator's `id`, `sidebar_label`, `hide`...)
@@ -48,7 +49,9 @@ __all__ = ["INDEX_STEMS", "page_from_markdown", "path_slug", "split_front_matter
 INDEX_STEMS = frozenset({"index", "readme"})
 """File stems (case-insensitive) that stand for their folder, as on a documentation site."""
 _FENCE = "---"
-_PAGE_FIELDS = frozenset(PAGE_KEYS)
+_PAGE_FIELDS = frozenset(PAGE_KEYS) - {"links"}
+"""The front matter keys a documentation file's Page takes: an export's, but `links`, which a
+site generator's front matter may use for its own ends; the body's links are resolved."""
 _TEXT_FIELDS = frozenset({"slug", "title", "kind", "summary"})
 
 
@@ -220,7 +223,8 @@ def page_from_markdown(text: str, *, name: str, relative: str) -> PageInput:
 
 def tree_links(found: Sequence[tuple[str, PageInput]]) -> list[PageInput]:
     """The Pages of a folder (each with its path below the folder) with their body's links
-    resolved (module docstring): a `*.md` link names the Page of the file it reaches."""
+    resolved (module docstring): a `*.md` link names the Page of the file it reaches, or
+    nothing."""
     slugs = {relative: page.slug for relative, page in found}
 
     def linked(relative: str, page: PageInput) -> PageInput:

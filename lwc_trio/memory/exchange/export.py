@@ -208,7 +208,7 @@ def _write_pages(
             "slug": row["slug"], "title": row["title"], "kind": row["kind"],
             "summary": row["summary"], "sources": row["sources"],
             "provenance": row["provenance"], "created_at": row["createdAt"],
-            "updated_at": row["updatedAt"],
+            "updated_at": row["updatedAt"], "links": row["links"],
         }  # fmt: skip
         name = f"{slug}.md"
         _write_file(dir_fd, name, format_front_matter(fields, PAGE_KEYS, row["body"]), shown / name)

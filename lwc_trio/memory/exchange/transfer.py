@@ -19,7 +19,7 @@ from typing import BinaryIO
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange import walk
 from lwc_trio.memory.exchange.walk import Skipped
-from lwc_trio.memory.format.slugs import shown_name
+from lwc_trio.memory.format.slugs import is_valid_slug, shown_name
 from lwc_trio.memory.index.inputs import (
     MAX_TEXT_BYTES,
     CheckedPages,
@@ -50,7 +50,11 @@ __all__ = [
 
 PAGE_KEYS = (
     "slug", "title", "kind", "summary", "sources", "provenance", "created_at", "updated_at",
+    "links",
 )  # fmt: skip
+"""A Page's fields in an export's front matter and a JSONL record, in that order. `links`
+(optional) are the Page's links as recorded, kept instead of those its body gives: an
+export carries them, so a folder import's resolved links survive the round trip."""
 SOURCE_KEYS = ("id", "title", "origin", "content_hash", "created_at")
 _FENCE = "---"
 
@@ -124,7 +128,21 @@ def page_from_mapping(fields: Mapping[str, object], *, where: str) -> PageInput:
         provenance=_strings(fields.get("provenance"), "provenance", where),
         created_at=_text(fields.get("created_at"), "created_at", where, optional=True),
         updated_at=_text(fields.get("updated_at"), "updated_at", where, optional=True),
+        body_links=_links(fields.get("links"), where),
     )
+
+
+def _links(value: object, where: str) -> tuple[str, ...] | None:
+    """A record's `links`: None when absent (the body's are extracted), else slugs."""
+    if value is None:
+        return None
+    links = _strings(value, "links", where)
+    for index, link in enumerate(links):
+        if not is_valid_slug(link):
+            raise WikiError(
+                "invalid_import", f"{where}: links[{index}] {shown_name(link)} is not a slug"
+            )
+    return links
 
 
 def read_text(path: Path) -> str:

@@ -56,8 +56,9 @@ class PageInput:
     updated_at: str | None = None
     # Links recorded by another tool (`lwc import --from-lwc`), stored with those in the body.
     links: tuple[str, ...] = ()
-    # The body's links as a folder import resolved them (`doc_tree.tree_links`: a `*.md`
-    # link names the file it reaches); None: extracted from the body at write time.
+    # The body's links as given: a folder import's, resolved (`doc_tree.tree_links`: a
+    # `*.md` link names the file it reaches), or a record's `links` (an export's, which
+    # carries them); None: extracted from the body at write time.
     body_links: tuple[str, ...] | None = None
 
 
@@ -132,16 +133,18 @@ def validate_page(page: PageInput) -> None:
 
 
 def _check_links(page: PageInput) -> None:
-    """Refuse a Page with more than `MAX_PAGE_LINKS` distinct out-links. Each link takes at
-    least four characters of the body (`[[a]]`, `](a.md)`, `[a]: a.md`: two kinds can share
-    one) and needs a `[[`, a `](` or a `]:`, so most bodies are let through by their length
-    or by counting those alone."""
-    if len(page.body) // 4 + len(page.links) <= MAX_PAGE_LINKS:
-        return
-    body = page.body
-    rough = body.count("[[") + body.count("](") + body.count("]:") + len(page.links)
-    if rough <= MAX_PAGE_LINKS:
-        return
+    """Refuse a Page with more than `MAX_PAGE_LINKS` distinct out-links. Links found in the
+    body each take at least four of its characters (`[[a]]`, `](a.md)`, `[a]: a.md`: two
+    kinds can share one) and need a `[[`, a `](` or a `]:`, so most bodies are let through
+    by their length or by counting those alone; links given with the Page (`body_links`: a
+    record's `links`, a folder's resolved ones) are counted."""
+    if page.body_links is None:
+        body = page.body
+        if len(body) // 4 + len(page.links) <= MAX_PAGE_LINKS:
+            return
+        rough = body.count("[[") + body.count("](") + body.count("]:") + len(page.links)
+        if rough <= MAX_PAGE_LINKS:
+            return
     links = set(body_links(page)).union(page.links)
     links.discard(page.slug)
     if len(links) > MAX_PAGE_LINKS:
@@ -153,7 +156,8 @@ def _check_links(page: PageInput) -> None:
 
 
 def body_links(page: PageInput) -> list[str]:
-    """The links `page`'s body makes: those its folder import resolved, else extracted."""
+    """The links `page`'s body makes: those given with it (`PageInput.body_links`), else
+    extracted."""
     if page.body_links is not None:
         return sorted(set(page.body_links) - {page.slug})
     return extract_links(page.body, own_slug=page.slug)

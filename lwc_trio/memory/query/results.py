@@ -482,9 +482,11 @@ def _links(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tuple[st
             "FROM links WHERE from_slug = ? ORDER BY to_slug LIMIT ?",
             (slug, LINKS_SCAN),
         )
-        named = (target for target, held in rows if held)
-        found[slug] = tuple(itertools.islice(named, LINKS_READ))
-        rows.close()
+        try:
+            named = (target for target, held in rows if held)
+            found[slug] = tuple(itertools.islice(named, LINKS_READ))
+        finally:
+            rows.close()
     return found
 
 

@@ -1,9 +1,9 @@
 """Link extraction from Page bodies at write time (SPEC §4).
 
 Recognised: `[[slug]]`, `[[slug|alias]]`, `[[slug#fragment]]` and Markdown links whose target is
-a relative `*.md` file, inline or by reference (`[text](dir/other.md#part)`, or `[text][o]`
-with a line `[o]: dir/other.md`) → `other`: the file's name, as LWC records it; a folder
-import names the file by its path instead (`resolve`). Nothing inside fenced code
+a `*.md` file (not a URL), inline or by a reference definition (`[text](dir/other.md#part)`,
+or a line `[o]: dir/other.md`, used or not) → `other`: the file's name, as LWC records it; a
+folder import names the file by its path instead (`resolve`). Nothing inside fenced code
 blocks or inline code spans counts: code samples that mention `[[x]]` are not links.
 """
 
@@ -135,9 +135,9 @@ def extract_links(
 ) -> list[str]:
     """Distinct valid target slugs linked from `markdown`, sorted; self-links dropped.
 
-    A Markdown link to a `*.md` file names the slug `resolve(path)` gives for the path as
-    written (a folder import: the slug of the file it reaches in the folder), else, and
-    without `resolve`, the file's name less `.md`."""
+    A Markdown link to a `*.md` file names the file's name less `.md`; with `resolve`, the
+    slug `resolve(path)` gives for the path as written, and no link when it gives None (a
+    folder import: the Page of the file the link reaches in the folder, if any)."""
     text = strip_code(markdown)
     found: set[str] = set()
     for match in _WIKILINK.finditer(text):
@@ -147,7 +147,8 @@ def extract_links(
         path = _markdown_path(match.group(1) if match.group(1) is not None else match.group(2))
         if path is None:
             continue
-        slug = resolve(path) if resolve is not None else None
-        found.add(slug if slug is not None else path.rsplit("/", 1)[-1][: -len(".md")])
+        slug = path.rsplit("/", 1)[-1][: -len(".md")] if resolve is None else resolve(path)
+        if slug is not None:
+            found.add(slug)
     found.discard(own_slug or "")
     return sorted(slug for slug in found if is_valid_slug(slug))
