@@ -46,8 +46,8 @@ class Planned:
 
 
 def plan(conn: sqlite3.Connection, page: PageInput, extracted: list[str]) -> Planned:
-    """The rows of `page`, whose body links to `extracted` (`links.extract_links`) unless a
-    folder import resolved them (`PageInput.body_links`). Raises
+    """The rows of `page`, whose body links to `extracted` (`links.extract_links`) unless
+    its links came with it (`PageInput.body_links`: a folder import's, a record's). Raises
     `WikiError(source_not_found)` when it cites a Source the store does not hold."""
     sources = sorted(set(page.sources))
     if sources:

@@ -117,8 +117,8 @@ def _wikilink_target(inner: str) -> str:
 
 
 def _markdown_path(target: str) -> str | None:
-    """The file path a Markdown link's target names (query and fragment left out), if it is
-    a relative link to a `*.md` file."""
+    """The file path a Markdown link's target names (query and fragment left out), if it
+    names a `*.md` file (not a URL)."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return None
     path = unquote(target.split("#", 1)[0].split("?", 1)[0])
