@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest_memory import add_source, new_store, out_json, page, run_lwc
 
-from lwc_trio.memory.index.graph import HUB_LIMIT, build_projection
+from lwc_trio.memory.index.graph import HUB_LIMIT, NAV_LINKS, build_projection
+from lwc_trio.memory.index.inputs import PageInput
 from lwc_trio.memory.index.writer import Wiki
 
 
@@ -117,6 +118,98 @@ def test_a_source_crossing_the_hub_limit_rescores_its_citers(tmp_path: Path) -> 
         assert related == 11
         wiki.put_page(page("c000", "C0", "x", sources=(hub,)))
         assert projection(wiki.conn) == rebuilt(wiki.conn)
+
+
+def test_a_navigation_page_is_rescored_exactly_as_it_changes(tmp_path: Path) -> None:
+    """A table of contents crossing `NAV_LINKS` either way, and removed, leaves every related
+    list as a rebuild would give it: its scale depends on its own links only, so the local
+    path (400 Pages) rescores the lists that hold it."""
+    path = new_store(tmp_path)
+    others = [page(f"o{i:03}", f"O{i}", f"[[o{(i + 1) % 400:03}]]") for i in range(400)]
+
+    def toc(count: int) -> PageInput:
+        return page("toc", "Contents", " ".join(f"[[o{i:03}]]" for i in range(count)))
+
+    with Wiki(path) as wiki:
+        wiki.put_pages(others)
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+        for count in (NAV_LINKS + 8, NAV_LINKS, NAV_LINKS + 1, 90):
+            wiki.put_page(toc(count))
+            assert graph_state(wiki) == "ready"
+            assert projection(wiki.conn) == rebuilt(wiki.conn), count
+        scaled = wiki.conn.execute(
+            "SELECT score FROM graph_related WHERE slug = 'o001' AND related_slug = 'toc'"
+        ).fetchone()[0]
+        assert scaled == pytest.approx((1.0 + 2 * 0.25) * NAV_LINKS / 90)
+        wiki.remove_page("toc")
+        assert projection(wiki.conn) == rebuilt(wiki.conn)
+
+
+def documented(conn: sqlite3.Connection) -> list[tuple[str, str, float]]:
+    """The projection as docs/memory.md "Document graph" defines it, computed directly from
+    the tables (no code of `graph.py`): links both ways, shared Sources, common neighbours,
+    navigation Pages scaled, the best 11 of each Page."""
+    pages = {row[0] for row in conn.execute("SELECT slug FROM pages")}
+    near: dict[str, set[str]] = {slug: set() for slug in pages}
+    counts: dict[str, int] = {}
+    pairs = [(a, b) for a, b in conn.execute("SELECT from_slug, to_slug FROM links") if a != b]
+    for a, _b in pairs:
+        counts[a] = counts.get(a, 0) + 1
+    cites: dict[str, set[str]] = {}
+    for slug, source in conn.execute("SELECT page_slug, source_id FROM page_sources"):
+        cites.setdefault(source, set()).add(slug)
+    out = []
+    for p in sorted(pages):
+        score: dict[str, float] = {}
+        for a, b in pairs:
+            if a in pages and b in pages and p in (a, b):
+                other = b if a == p else a
+                score[other] = score.get(other, 0.0) + 1.0
+                near[p].add(other)
+        out.append((p, score))
+    rows = []
+    for p, score in out:
+        for citers in cites.values():
+            if p in citers and len(citers) <= HUB_LIMIT:
+                for other in citers - {p}:
+                    score[other] = score.get(other, 0.0) + 0.5
+        for middle in near[p]:
+            if len(near[middle]) <= HUB_LIMIT:
+                for other in near[middle] - {p}:
+                    score[other] = score.get(other, 0.0) + 0.25
+        for other in score:
+            count = min(counts.get(other, 0), 4097)
+            if count > NAV_LINKS:
+                score[other] = score[other] * NAV_LINKS / count
+        best = sorted(score.items(), key=lambda item: (-item[1], item[0]))[:11]
+        rows += [(p, other, value) for other, value in best]
+    return sorted(rows)
+
+
+def test_the_projection_is_the_documented_one(tmp_path: Path) -> None:
+    """Random Wikis with navigation Pages (40–90 links, some to Pages that do not exist),
+    Sources and ordinary Pages: the build stores exactly the documented projection — also
+    where scaling a navigation Page down lets a Page past the first 11 candidates in."""
+    rng = random.Random(37)
+    for trial in range(6):
+        path = new_store(tmp_path / str(trial))
+        slugs = [f"p{i:03}" for i in range(rng.randint(30, 120))]
+        sources = [add_source(path, f"evidence {trial} {i}") for i in range(3)]
+        pages = []
+        for slug in slugs:
+            choices = [*slugs, "ghost-a", "ghost-b"]
+            many = rng.randint(40, min(90, len(choices))) if rng.random() < 0.1 else 0
+            targets = rng.sample(choices, many or rng.randint(0, 4))
+            cited = tuple(rng.sample(sources, rng.randint(0, 1)))
+            body = " ".join(f"[[{target}]]" for target in targets)
+            pages.append(page(slug, slug.upper(), body, sources=cited))
+        with Wiki(path) as wiki:
+            wiki.put_pages(pages)
+            wiki.set_graph_enabled(True)
+            wiki.build_graph()
+            stored = projection(wiki.conn)
+            assert stored == documented(wiki.conn), trial
 
 
 def test_a_disabled_graph_is_left_alone(db: Path) -> None:

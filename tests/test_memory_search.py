@@ -509,6 +509,35 @@ def test_graph_scores_links_shared_sources_and_common_neighbours(tmp_path: Path)
     assert scores == {"both": 2.0, "mid": 1.0, "cited": 0.5, "far": 0.25}
 
 
+def test_a_table_of_contents_does_not_head_every_related_list(tmp_path: Path) -> None:
+    """A Page linking to 64 Pages (a table of contents) neighbours the seed and three of its
+    neighbours: 1 + 3 × 0.25 = 1.75, scaled by NAV_LINKS / 64 = 0.5, so the seed's own
+    neighbours come first; it was first at 1.75. A Page of few links keeps its score."""
+    project, db, home = new_project(tmp_path)
+    chapters = [f"ch{i:02}" for i in range(64)]
+    toc = " ".join(f"[[{slug}]]" for slug in chapters)
+    put_pages(
+        db,
+        [
+            page("contents", "Contents", toc),
+            page("note", "Note", "about [[ch00]]"),
+            page("ch00", "Seed topic", "see [[ch01]], [[ch02]] and [[ch03]]"),
+            *(page(slug, slug.upper(), "a chapter") for slug in chapters[1:]),
+        ],
+    )
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+    hood = ask("seed topic", project, home=home)["graph"][0]["neighborhood"]
+    assert hood["nodes"][0]["identifier"] == "ch00"
+    ranked = [(n["identifier"], n["score"]) for n in hood["nodes"][1:]]
+    assert ranked[:5] == [
+        ("ch01", 1.25), ("ch02", 1.25), ("ch03", 1.25), ("note", 1.0), ("contents", 0.875)
+    ]  # fmt: skip
+    # The other chapters share the table of contents with the seed: one common neighbour.
+    assert {score for _slug, score in ranked[5:]} == {0.25}
+
+
 def test_preset_cancel_raises_memory_cancelled(tmp_path: Path) -> None:
     """A query whose deadline already passed stops with MemoryCancelled."""
     project, db, home = new_project(tmp_path)

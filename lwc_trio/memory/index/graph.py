@@ -8,14 +8,20 @@ change (`refresh_projection`). The server only reads it (`query/neighborhood.py`
 Relatedness of two Pages: +1 for each direct link direction, +0.5 per shared cited Source, and
 +0.25 per common link neighbour. Sources cited by, and Pages linked with, more than `HUB_LIMIT`
 Pages are skipped for the shared/common terms: they relate everything to everything and would
-make the build quadratic.
+make the build quadratic. A navigation Page — one whose body links to more than `NAV_LINKS`
+Pages, a table of contents such as mdBook's `SUMMARY.md` — neighbours nearly every Page and
+shares their neighbours: its score as a related Page is scaled by `NAV_LINKS` over its link
+count, so it does not head every related list. That count is the Page's own stored links, so
+it changes only when the Page itself is written, and a write rescores exactly the Pages it
+rescored before (`around`).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from lwc_trio.memory.format.schema import RELATED_PER_PAGE
 
@@ -30,6 +36,13 @@ __all__ = [
 
 LINK_SCORE, SOURCE_SCORE, COMMON_SCORE = 1.0, 0.5, 0.25
 HUB_LIMIT = 100
+NAV_LINKS = 32
+"""Links a Page may have before it counts as navigation (module docstring). In the three
+documentation trees of `../shared/data/docs/`, content Pages link to at most 29 Pages (cargo's
+reference index); the cargo book's table of contents links to 98."""
+_COUNT_CAP = 4097
+"""Stored links counted per Page: one more than a write lets a Page have (`MAX_PAGE_LINKS`),
+so a store written otherwise costs no more to count."""
 
 
 class _Scores:
@@ -45,6 +58,11 @@ class _Scores:
         raise NotImplementedError
 
     def cited_by(self, source_id: str) -> set[str]:
+        raise NotImplementedError
+
+    def navigation(self, slugs: Iterable[str]) -> dict[str, int]:
+        """Those of `slugs` with more than `NAV_LINKS` stored links to other slugs (Pages or
+        not), with that count (at most `_COUNT_CAP`)."""
         raise NotImplementedError
 
     def neighbours(self, slug: str) -> set[str]:
@@ -67,8 +85,9 @@ class _Scores:
                 found |= self.cited_by(source_id)
         return found
 
-    def related(self, slug: str) -> dict[str, float]:
-        """Relatedness scores of every Page that relates to `slug` at all."""
+    def _unscaled(self, slug: str) -> dict[str, float]:
+        """Relatedness scores of every Page that relates to `slug` at all, navigation Pages
+        not scaled yet (`rows` scales those it keeps)."""
         scores: dict[str, float] = defaultdict(float)
         for other in self.out_links(slug):
             scores[other] += LINK_SCORE
@@ -87,10 +106,52 @@ class _Scores:
         scores.pop(slug, None)
         return scores
 
-    def rows(self, slug: str) -> list[tuple[str, str, float]]:
-        """The `graph_related` rows of `slug`: its best related Pages."""
-        best = sorted(self.related(slug).items(), key=lambda item: (-item[1], item[0]))
-        return [(slug, other, score) for other, score in best[:RELATED_PER_PAGE]]
+    def rows(self, slugs: list[str]) -> list[tuple[str, str, float]]:
+        """The `graph_related` rows of `slugs`: each one's best `RELATED_PER_PAGE` related
+        Pages, navigation Pages scaled.
+
+        Scaling only lowers a score, so a Page's candidates are read best unscaled score first
+        and their link counts asked for only as far as one could still enter its best (all
+        the Pages' at once, a round at a time): most candidates of a large Wiki are never
+        counted."""
+        ranked = {slug: sorted(self._unscaled(slug).items(), key=_order) for slug in slugs}
+        reach = dict.fromkeys(slugs, RELATED_PER_PAGE)
+        navigation: dict[str, int] = {}
+        asked: set[str] = set()
+        while reach:
+            wanted = {other for slug in reach for other, _ in ranked[slug][: reach[slug]]}
+            navigation.update(self.navigation(wanted - asked))
+            asked |= wanted
+            for slug in list(reach):
+                found, seen = ranked[slug], reach[slug]
+                best = found[:seen]
+                if navigation.keys().isdisjoint(other for other, _ in best):
+                    ranked[slug] = best[:RELATED_PER_PAGE]  # unscaled, so no later one enters
+                    del reach[slug]
+                    continue
+                best = sorted(_scale(best, navigation), key=_order)
+                # A candidate past `seen` sorts, scaled, no earlier than the one at `seen` does
+                # unscaled: it can enter only if that one would (`seen` of them scored, so
+                # `best` holds at least `RELATED_PER_PAGE`).
+                if seen < len(found) and _order(found[seen]) < _order(best[RELATED_PER_PAGE - 1]):
+                    reach[slug] = seen + RELATED_PER_PAGE
+                    continue
+                ranked[slug] = best[:RELATED_PER_PAGE]
+                del reach[slug]
+        return [(slug, other, score) for slug in slugs for other, score in ranked[slug]]
+
+
+def _order(item: tuple[str, float]) -> tuple[float, str]:
+    """A related list's order: best score first, then by slug."""
+    return -item[1], item[0]
+
+
+def _scale(found: list[tuple[str, float]], navigation: dict[str, int]) -> list[tuple[str, float]]:
+    """`found`'s scores with each navigation Page's (its link count in `navigation`) scaled."""
+    return [
+        (other, score * NAV_LINKS / navigation[other] if other in navigation else score)
+        for other, score in found
+    ]
 
 
 class Relatedness(_Scores):
@@ -101,10 +162,16 @@ class Relatedness(_Scores):
         existing = set(self.slugs)
         self._out: dict[str, set[str]] = defaultdict(set)
         self._in: dict[str, set[str]] = defaultdict(set)
+        counts: dict[str, int] = defaultdict(int)
         for source, target in conn.execute("SELECT from_slug, to_slug FROM links"):
-            if source in existing and target in existing and source != target:
-                self._out[source].add(target)
-                self._in[target].add(source)
+            if source != target:
+                counts[source] += 1
+                if source in existing and target in existing:
+                    self._out[source].add(target)
+                    self._in[target].add(source)
+        self._navigation = {
+            slug: min(count, _COUNT_CAP) for slug, count in counts.items() if count > NAV_LINKS
+        }
         self._cites: dict[str, set[str]] = defaultdict(set)
         self._cited_by: dict[str, set[str]] = defaultdict(set)
         for slug, source_id in conn.execute("SELECT page_slug, source_id FROM page_sources"):
@@ -123,6 +190,9 @@ class Relatedness(_Scores):
     def cited_by(self, source_id: str) -> set[str]:
         return self._cited_by.get(source_id, set())
 
+    def navigation(self, slugs: Iterable[str]) -> dict[str, int]:
+        return {slug: self._navigation[slug] for slug in self._navigation.keys() & slugs}
+
 
 class LocalRelatedness(_Scores):
     """The same scores, looked up on demand through the tables' indexes (memoised): a write
@@ -132,6 +202,7 @@ class LocalRelatedness(_Scores):
         self.conn = conn
         self._exists: dict[str, bool] = {}
         self._memo: dict[tuple[str, str], set[str]] = {}
+        self._counts: dict[str, int] = {}
 
     def exists(self, slug: str) -> bool:
         """Whether the Page `slug` exists."""
@@ -167,12 +238,29 @@ class LocalRelatedness(_Scores):
             "cited_by", source_id, "SELECT page_slug FROM page_sources WHERE source_id = ?"
         )
 
+    def navigation(self, slugs: Iterable[str]) -> dict[str, int]:
+        missing = sorted(set(slugs) - self._counts.keys())
+        if missing:
+            # One statement (the same text each time, so prepared once) for all of them,
+            # each Page's count bounded in SQL.
+            self._counts.update(
+                self.conn.execute(
+                    "SELECT value, (SELECT COUNT(*) FROM (SELECT 1 FROM links "
+                    "WHERE from_slug = value AND to_slug != from_slug LIMIT ?)) "
+                    "FROM json_each(?)",
+                    (_COUNT_CAP, json.dumps(missing)),
+                )
+            )
+        return {slug: self._counts[slug] for slug in slugs if self._counts[slug] > NAV_LINKS}
+
 
 # Past this many planned Pages a write rebuilds the whole projection: cheaper than walking
 # the surroundings of each one.
 LOCAL_LIMIT = 256
 
 
+_RESCORED = 256
+"""Pages a write rescores together: their candidates' link counts are read in one statement."""
 _INSERT = "INSERT INTO graph_related (slug, related_slug, score) VALUES (?, ?, ?)"
 
 
@@ -187,7 +275,7 @@ def build_projection(
     conn.execute("DELETE FROM graph_related")
     written = 0
     for done, slug in enumerate(graph.slugs, start=1):
-        rows = graph.rows(slug)
+        rows = graph.rows([slug])
         conn.executemany(_INSERT, rows)
         written += len(rows)
         if progress is not None and (done % 256 == 0 or done == len(graph.slugs)):
@@ -225,6 +313,6 @@ def refresh_projection(
     conn.executemany(
         "DELETE FROM graph_related WHERE slug = ?", [(slug,) for slug in sorted(stale)]
     )
-    for slug in sorted(stale):
-        if after.exists(slug):
-            conn.executemany(_INSERT, after.rows(slug))
+    present = [slug for slug in sorted(stale) if after.exists(slug)]
+    for at in range(0, len(present), _RESCORED):
+        conn.executemany(_INSERT, after.rows(present[at : at + _RESCORED]))
