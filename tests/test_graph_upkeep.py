@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 from conftest_memory import add_source, new_store, out_json, page, run_lwc
 
-from lwc_trio.memory.index.graph import HUB_LIMIT, NAV_LINKS, build_projection
+from lwc_trio.memory.index.graph import (
+    HUB_LIMIT,
+    NAV_LINKS,
+    LocalRelatedness,
+    Relatedness,
+    build_projection,
+)
 from lwc_trio.memory.index.inputs import PageInput
 from lwc_trio.memory.index.writer import Wiki
 
@@ -121,23 +128,26 @@ def test_a_source_crossing_the_hub_limit_rescores_its_citers(tmp_path: Path) -> 
 
 
 def test_a_navigation_page_is_rescored_exactly_as_it_changes(tmp_path: Path) -> None:
-    """A table of contents crossing `NAV_LINKS` either way, and removed, leaves every related
-    list as a rebuild would give it: its scale depends on its own links only, so the local
-    path (400 Pages) rescores the lists that hold it."""
+    """A table of contents crossing `NAV_LINKS` either way — also through links to Pages
+    that do not exist, which count — and removed, leaves every related list as a rebuild
+    would give it: its scale depends on its own links only, so the local path (400 Pages)
+    rescores the lists that hold it."""
     path = new_store(tmp_path)
     others = [page(f"o{i:03}", f"O{i}", f"[[o{(i + 1) % 400:03}]]") for i in range(400)]
 
-    def toc(count: int) -> PageInput:
-        return page("toc", "Contents", " ".join(f"[[o{i:03}]]" for i in range(count)))
+    def toc(count: int, missing: int = 0) -> PageInput:
+        links = [f"o{i:03}" for i in range(count)] + [f"gone{i}" for i in range(missing)]
+        return page("toc", "Contents", " ".join(f"[[{link}]]" for link in links))
 
     with Wiki(path) as wiki:
         wiki.put_pages(others)
         wiki.set_graph_enabled(True)
         wiki.build_graph()
-        for count in (NAV_LINKS + 8, NAV_LINKS, NAV_LINKS + 1, 90):
-            wiki.put_page(toc(count))
+        for count, missing in ((NAV_LINKS + 8, 0), (NAV_LINKS - 4, 8), (NAV_LINKS, 0),
+                               (NAV_LINKS - 4, 8), (NAV_LINKS + 1, 0), (90, 0)):  # fmt: skip
+            wiki.put_page(toc(count, missing))
             assert graph_state(wiki) == "ready"
-            assert projection(wiki.conn) == rebuilt(wiki.conn), count
+            assert projection(wiki.conn) == rebuilt(wiki.conn), (count, missing)
         scaled = wiki.conn.execute(
             "SELECT score FROM graph_related WHERE slug = 'o001' AND related_slug = 'toc'"
         ).fetchone()[0]
@@ -210,6 +220,62 @@ def test_the_projection_is_the_documented_one(tmp_path: Path) -> None:
             wiki.build_graph()
             stored = projection(wiki.conn)
             assert stored == documented(wiki.conn), trial
+
+
+def test_a_list_of_navigation_candidates_is_read_in_two_rounds(tmp_path: Path) -> None:
+    """A Page all of whose 260 candidates are navigation Pages: 20 it links to (1 each,
+    133 links: scaled to 0.24) and 240 sharing them (0.25 each, 33 links: scaled to 0.2424,
+    each still below the next one's unscaled 0.25). Its list asks for link counts twice at
+    most, whichever class reads them — not a round per 11 candidates (quadratic: 20 s a
+    write on 20,000 Pages of this shape) — and is the documented one."""
+    path = new_store(tmp_path)
+    middles = [f"m{i:02}" for i in range(20)]
+    pages = [page("p", "P", " ".join(f"[[{m}]]" for m in middles))]
+    for m in middles:
+        pages.append(page(m, m.upper(), " ".join(f"[[gone{i}]]" for i in range(133))))
+        chapter = " ".join(f"[[{m}]]" if i == 0 else f"[[gone{i}]]" for i in range(NAV_LINKS + 1))
+        pages += [page(f"{m}-c{j:02}", "C", chapter) for j in range(12)]
+    with Wiki(path) as wiki:
+        wiki.put_pages(pages)
+        for scores in (Relatedness(wiki.conn), LocalRelatedness(wiki.conn)):
+            asked: list[int] = []
+            scores.navigation = _counting(scores.navigation, asked)  # type: ignore[method-assign,assignment]
+            rows = scores.rows(["p"])
+            assert len(asked) <= 2, (type(scores).__name__, asked)
+            assert rows == [row for row in documented(wiki.conn) if row[0] == "p"]
+
+
+def test_a_slug_with_a_nul_character_is_counted_as_written(tmp_path: Path) -> None:
+    """A store changed behind lwc's back holds a Page whose slug has a NUL character, linked
+    with the Page a write touches: the write rescores it like a rebuild does (each slug is a
+    bound parameter; a JSON array read by SQLite ends such a string at the NUL)."""
+    path = new_store(tmp_path)
+    filler = [page(f"f{i:02}", "F", "filler") for i in range(20)]
+    with Wiki(path) as wiki:
+        wiki.put_pages([*filler, page("x", "X", "[[y]]"), page("y", "Y", "leaf")])
+        wiki.conn.execute(
+            "INSERT INTO pages (slug, title, body, created_at, updated_at) "
+            "VALUES ('n' || char(0) || 'ul', 'N', '', 'x', 'x')"
+        )
+        wiki.conn.execute("INSERT INTO links VALUES ('n' || char(0) || 'ul', 'x')")
+        wiki.conn.commit()
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+        assert wiki.put_page(page("x", "X", "[[y]] edited")) == "updated"
+        assert projection(wiki.conn) == rebuilt(wiki.conn)
+
+
+def _counting(
+    count: Callable[[Iterable[str]], dict[str, int]], asked: list[int]
+) -> Callable[[Iterable[str]], dict[str, int]]:
+    """`count` with each call's size appended to `asked`: a spy, the counts are real."""
+
+    def counting(slugs: Iterable[str]) -> dict[str, int]:
+        wanted = list(slugs)
+        asked.append(len(wanted))
+        return count(wanted)
+
+    return counting
 
 
 def test_a_disabled_graph_is_left_alone(db: Path) -> None:

@@ -8,17 +8,17 @@ change (`refresh_projection`). The server only reads it (`query/neighborhood.py`
 Relatedness of two Pages: +1 for each direct link direction, +0.5 per shared cited Source, and
 +0.25 per common link neighbour. Sources cited by, and Pages linked with, more than `HUB_LIMIT`
 Pages are skipped for the shared/common terms: they relate everything to everything and would
-make the build quadratic. A navigation Page — one whose body links to more than `NAV_LINKS`
-Pages, a table of contents such as mdBook's `SUMMARY.md` — neighbours nearly every Page and
-shares their neighbours: its score as a related Page is scaled by `NAV_LINKS` over its link
-count, so it does not head every related list. That count is the Page's own stored links, so
-it changes only when the Page itself is written, and a write rescores exactly the Pages it
-rescored before (`around`).
+make the build quadratic. A navigation Page — one with more than `NAV_LINKS` stored links (to
+Pages or not), a table of contents such as mdBook's `SUMMARY.md` — neighbours nearly every
+Page and shares their neighbours: its score as a related Page is scaled by `NAV_LINKS` over
+its link count, so it does not head every related list. That count is the Page's own stored
+links, so it changes only when the Page itself is written, and a write rescores exactly the
+Pages it rescored before (`around`).
 """
 
 from __future__ import annotations
 
-import json
+import bisect
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -130,12 +130,16 @@ class _Scores:
                     del reach[slug]
                     continue
                 best = sorted(_scale(best, navigation), key=_order)
-                # A candidate past `seen` sorts, scaled, no earlier than the one at `seen` does
-                # unscaled: it can enter only if that one would (`seen` of them scored, so
-                # `best` holds at least `RELATED_PER_PAGE`).
-                if seen < len(found) and _order(found[seen]) < _order(best[RELATED_PER_PAGE - 1]):
-                    reach[slug] = seen + RELATED_PER_PAGE
-                    continue
+                # A candidate past `seen` sorts, scaled, no earlier than it does unscaled: it
+                # can enter only if it sorts unscaled before the last kept (`seen` of them
+                # scored, so `best` holds at least `RELATED_PER_PAGE`). Every such one is
+                # read next round; the last kept can then only move up, so a third round
+                # never comes: two at most, whatever the candidates.
+                if seen < len(found):
+                    last = _order(best[RELATED_PER_PAGE - 1])
+                    if _order(found[seen]) < last:
+                        reach[slug] = bisect.bisect_left(found, last, lo=seen, key=_order)
+                        continue
                 ranked[slug] = best[:RELATED_PER_PAGE]
                 del reach[slug]
         return [(slug, other, score) for slug in slugs for other, score in ranked[slug]]
@@ -239,18 +243,23 @@ class LocalRelatedness(_Scores):
         )
 
     def navigation(self, slugs: Iterable[str]) -> dict[str, int]:
-        missing = sorted(set(slugs) - self._counts.keys())
-        if missing:
-            # One statement (the same text each time, so prepared once) for all of them,
-            # each Page's count bounded in SQL.
-            self._counts.update(
-                self.conn.execute(
-                    "SELECT value, (SELECT COUNT(*) FROM (SELECT 1 FROM links "
-                    "WHERE from_slug = value AND to_slug != from_slug LIMIT ?)) "
-                    "FROM json_each(?)",
-                    (_COUNT_CAP, json.dumps(missing)),
-                )
-            )
+        missing = []
+        for slug in sorted(set(slugs) - self._counts.keys()):
+            read = self._memo.get(("out", slug))  # its links, when already looked up
+            if read is None:
+                missing.append(slug)
+            else:
+                self._counts[slug] = min(len(read - {slug}), _COUNT_CAP)
+        for at in range(0, len(missing), _COUNTED):
+            chunk = missing[at : at + _COUNTED]
+            # Padded to `_COUNTED` rows, so the statement's text never changes (prepared
+            # once); each slug a bound parameter, each Page's count bounded in SQL.
+            values = [
+                item for i in range(_COUNTED) for item in (i, chunk[i] if i < len(chunk) else None)
+            ]
+            for index, count in self.conn.execute(_COUNT_LINKS, [*values, _COUNT_CAP]):
+                if index < len(chunk):
+                    self._counts[chunk[index]] = int(count)
         return {slug: self._counts[slug] for slug in slugs if self._counts[slug] > NAV_LINKS}
 
 
@@ -259,6 +268,13 @@ class LocalRelatedness(_Scores):
 LOCAL_LIMIT = 256
 
 
+_COUNTED = 64
+"""Pages whose links one statement counts (`LocalRelatedness.navigation`)."""
+_COUNT_LINKS = (
+    f"WITH c(i, slug) AS (VALUES {', '.join(['(?, ?)'] * _COUNTED)}) "
+    "SELECT i, (SELECT COUNT(*) FROM (SELECT 1 FROM links "
+    "WHERE from_slug = c.slug AND to_slug != from_slug LIMIT ?)) FROM c"
+)
 _RESCORED = 256
 """Pages a write rescores together: their candidates' link counts are read in one statement."""
 _INSERT = "INSERT INTO graph_related (slug, related_slug, score) VALUES (?, ?, ?)"
