@@ -7,6 +7,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest_memory import (
@@ -500,13 +501,19 @@ def test_graph_scores_links_shared_sources_and_common_neighbours(tmp_path: Path)
             page("far", "Far", "end"),
         ],
     )
-    with Wiki(db) as wiki:
-        wiki.set_graph_enabled(True)
-        wiki.build_graph()
-    hood = ask("seed topic", project, home=home)["graph"][0]["neighborhood"]
+    hood = built_neighbourhood(db, project, home, "seed topic")
     scores = {n["identifier"]: n["score"] for n in hood["nodes"][1:]}
     # both: two link directions; mid: one link; cited: one shared source; far: common neighbour.
     assert scores == {"both": 2.0, "mid": 1.0, "cited": 0.5, "far": 0.25}
+
+
+def built_neighbourhood(db: Path, project: Path, home: Path, query: str) -> dict[str, Any]:
+    """The graph enabled and built, then the neighbourhood `query`'s first Page result gets."""
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+        wiki.build_graph()
+    hood: dict[str, Any] = ask(query, project, home=home)["graph"][0]["neighborhood"]
+    return hood
 
 
 def test_a_table_of_contents_does_not_head_every_related_list(tmp_path: Path) -> None:
@@ -525,10 +532,7 @@ def test_a_table_of_contents_does_not_head_every_related_list(tmp_path: Path) ->
             *(page(slug, slug.upper(), "a chapter") for slug in chapters[1:]),
         ],
     )
-    with Wiki(db) as wiki:
-        wiki.set_graph_enabled(True)
-        wiki.build_graph()
-    hood = ask("seed topic", project, home=home)["graph"][0]["neighborhood"]
+    hood = built_neighbourhood(db, project, home, "seed topic")
     assert hood["nodes"][0]["identifier"] == "ch00"
     ranked = [(n["identifier"], n["score"]) for n in hood["nodes"][1:]]
     assert ranked[:5] == [
