@@ -265,6 +265,18 @@ def test_a_slug_with_a_nul_character_is_counted_as_written(tmp_path: Path) -> No
         assert projection(wiki.conn) == rebuilt(wiki.conn)
 
 
+def test_link_counts_take_any_iterable(tmp_path: Path) -> None:
+    """Both readers of link counts give the same for a set, a list or a one-pass iterator."""
+    path = new_store(tmp_path)
+    with Wiki(path) as wiki:
+        wiki.put_pages(
+            [page("toc", "T", " ".join(f"[[t{i}]]" for i in range(40))), page("a", "A", "")]
+        )
+        for scores in (Relatedness(wiki.conn), LocalRelatedness(wiki.conn)):
+            for given in ({"toc", "a"}, ["toc", "a"], iter(["toc", "a"])):
+                assert scores.navigation(given) == {"toc": 40}, (type(scores).__name__, given)
+
+
 def _counting(
     count: Callable[[Iterable[str]], dict[str, int]], asked: list[int]
 ) -> Callable[[Iterable[str]], dict[str, int]]:

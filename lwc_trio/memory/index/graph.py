@@ -243,8 +243,9 @@ class LocalRelatedness(_Scores):
         )
 
     def navigation(self, slugs: Iterable[str]) -> dict[str, int]:
+        wanted = set(slugs)  # read twice below: an iterator would be spent by the first
         missing = []
-        for slug in sorted(set(slugs) - self._counts.keys()):
+        for slug in sorted(wanted - self._counts.keys()):
             read = self._memo.get(("out", slug))  # its links, when already looked up
             if read is None:
                 missing.append(slug)
@@ -260,7 +261,7 @@ class LocalRelatedness(_Scores):
             for index, count in self.conn.execute(_COUNT_LINKS, [*values, _COUNT_CAP]):
                 if index < len(chunk):
                     self._counts[chunk[index]] = int(count)
-        return {slug: self._counts[slug] for slug in slugs if self._counts[slug] > NAV_LINKS}
+        return {slug: self._counts[slug] for slug in wanted if self._counts[slug] > NAV_LINKS}
 
 
 # Past this many planned Pages a write rebuilds the whole projection: cheaper than walking
