@@ -46,7 +46,18 @@ def test_reference_definitions_to_md_files_are_links() -> None:
         "```\n[fenced]: fenced.md\n```\n"
         "not [at]: line-start.md"
     )
-    assert extract_links(body) == ["cargo build", "escaped", "index"]
+    assert extract_links(body) == ["cargo build", "escaped", "guide"]
+
+
+def test_an_index_or_readme_link_names_its_folder() -> None:
+    """Without a folder to resolve against, `dir/index.md` and `dir/README.md` name `dir`, as a
+    documentation site does — not this Wiki's own `index` or `readme`; one with no folder
+    named (`index.md`, `../index.md`) keeps the file's name."""
+    body = (
+        "[rustc](../../rustc/codegen-options/index.md#link-arg) [guide](guide/README.md) "
+        "[home](index.md) [up](../index.md) [here](./Readme.md)"
+    )
+    assert extract_links(body) == ["Readme", "codegen-options", "guide", "index"]
 
 
 def test_links_inside_code_are_not_links() -> None:

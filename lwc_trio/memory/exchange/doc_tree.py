@@ -41,25 +41,16 @@ import attrs
 from lwc_trio.exceptions import WikiError
 from lwc_trio.memory.exchange.transfer import PAGE_KEYS, page_from_mapping
 from lwc_trio.memory.index.inputs import PageInput
-from lwc_trio.memory.text.links import extract_links
+from lwc_trio.memory.text.links import INDEX_STEMS, extract_links, page_name
 from lwc_trio.memory.text.markdown import first_heading
 
 __all__ = ["INDEX_STEMS", "page_from_markdown", "path_slug", "split_front_matter", "tree_links"]
 
-INDEX_STEMS = frozenset({"index", "readme"})
-"""File stems (case-insensitive) that stand for their folder, as on a documentation site."""
 _FENCE = "---"
 _PAGE_FIELDS = frozenset(PAGE_KEYS) - {"links"}
 """The front matter keys a documentation file's Page takes: an export's, but `links`, which a
 site generator's front matter may use for its own ends; the body's links are resolved."""
 _TEXT_FIELDS = frozenset({"slug", "title", "kind", "summary"})
-
-
-def _name(relative: str) -> str:
-    """The file's name without `.md`, or its folder's for an index or README file."""
-    parts = relative.split("/")
-    stem = parts[-1].removesuffix(".md")
-    return parts[-2] if stem.lower() in INDEX_STEMS and len(parts) > 1 else stem
 
 
 def path_slug(relative: str) -> str:
@@ -213,7 +204,7 @@ def page_from_markdown(text: str, *, name: str, relative: str) -> PageInput:
                 'matter (`slug: "..."`)',
             )
     if not fields.get("title"):
-        fields["title"] = first_heading(body) or _name(relative)
+        fields["title"] = first_heading(body) or page_name(relative)
     fields = {key: value for key, value in fields.items() if value is not None}
     return page_from_mapping({**fields, "body": body}, where=name)
 

@@ -2,8 +2,10 @@
 
 Recognised: `[[slug]]`, `[[slug|alias]]`, `[[slug#fragment]]` and Markdown links whose target is
 a `*.md` file (not a URL), inline or by a reference definition (`[text](dir/other.md#part)`,
-or a line `[o]: dir/other.md`, used or not) → `other`: the file's name, as LWC records it; a
-folder import names the file by its path instead (`resolve`). Nothing inside fenced code
+or a line `[o]: dir/other.md`, used or not) → `other`: the file's name, as LWC records it, or
+for an `index.md` or `README.md` its folder's, as a documentation site names it
+(`../book/index.md` → `book`, not this Wiki's `index`); a folder import names the file by its
+path instead (`resolve`). Nothing inside fenced code
 blocks or inline code spans counts: code samples that mention `[[x]]` are not links.
 """
 
@@ -16,7 +18,10 @@ from urllib.parse import unquote
 
 from lwc_trio.memory.format.slugs import is_valid_slug
 
-__all__ = ["extract_links", "strip_code"]
+__all__ = ["INDEX_STEMS", "extract_links", "page_name", "strip_code"]
+
+INDEX_STEMS = frozenset({"index", "readme"})
+"""File stems (case-insensitive) that stand for their folder, as on a documentation site."""
 
 _FENCE_LINE = re.compile(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
 """A line that opens or closes a fence, with the newline before it (a literal first
@@ -127,6 +132,16 @@ def _markdown_path(target: str) -> str | None:
     return path.rstrip("/")
 
 
+def page_name(path: str) -> str:
+    """The name a Markdown file at `path` gives its Page: the file's without `.md`, or, for an
+    index or README file, its folder's (when the path names one: not `.` or `..`)."""
+    parts = path.split("/")
+    name = parts[-1]
+    stem = name[: -len(".md")] if name.lower().endswith(".md") else name
+    folder = parts[-2] if len(parts) > 1 else ""
+    return folder if stem.lower() in INDEX_STEMS and folder not in ("", ".", "..") else stem
+
+
 def extract_links(
     markdown: str,
     *,
@@ -147,7 +162,7 @@ def extract_links(
         path = _markdown_path(match.group(1) if match.group(1) is not None else match.group(2))
         if path is None:
             continue
-        slug = path.rsplit("/", 1)[-1][: -len(".md")] if resolve is None else resolve(path)
+        slug = page_name(path) if resolve is None else resolve(path)
         if slug is not None:
             found.add(slug)
     found.discard(own_slug or "")
