@@ -205,6 +205,9 @@ def test_a_block_that_introduces_the_next_is_never_a_cut_point() -> None:
         "[x]:" * 30_000,
         "\n" * 100_000,
         ("a:\n\n" * 30_000),
+        "\n" + " \t" * 50_000 + "x",
+        "\r" + " " * 100_000 + "#",
+        "\r\n " * 50_000,
     ],
 )
 def test_hostile_bodies_are_parsed_in_one_pass(body: str) -> None:
