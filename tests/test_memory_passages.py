@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -414,7 +415,10 @@ def _reference_scores(bodies: list[str], query: list[tuple[str, int]]) -> list[l
 def _pooled(bodies: list[str], query: list[tuple[str, int]]) -> list[list[float]]:
     analyses = [passages_module._analysis(b) for b in bodies]
     first = passages_module._pooled(analyses, query)
-    # A body asked about again is counted by term once for all (`passages._Words`).
+    # The same terms again (the ranking asks, then the passages) reuse the counts; a body
+    # asked about by another question is counted by term once for all (`passages._Texts`).
+    assert passages_module._pooled(analyses, query) == first
+    passages_module._pooled(analyses, [("zz", 1)])
     assert passages_module._pooled(analyses, query) == first
     return first
 
@@ -448,8 +452,9 @@ def test_ascii_and_general_analysis_agree_on_tricky_words() -> None:
 
 
 def test_a_stem_keeps_all_but_the_last_characters_of_its_word() -> None:
-    """What `_words_for` relies on (`STEM_TAIL`): every word whose stem is t starts with t less
-    its last `STEM_TAIL` characters, on the stemmer's special cases and suffixes of every step."""
+    """What `_query_counts` relies on (`_prefix`): every word whose stem is t starts with t
+    less its last `STEM_TAIL` characters, and with its first, on the stemmer's special cases
+    and suffixes of every step."""
     suffixes = [
         "s",
         "es",
@@ -527,8 +532,22 @@ def test_a_stem_keeps_all_but_the_last_characters_of_its_word() -> None:
     words += [s + x + y for s in stems[:4] for x in suffixes for y in suffixes[:12]]
     words = [w for w in (w.lower() for w in words) if w.isalnum()]
     for word, stem in zip(words, stem_words(words), strict=True):
-        keep = max(len(stem) - passages_module.STEM_TAIL, 0)
-        assert word.startswith(stem[:keep]), (word, stem)
+        assert word.startswith(passages_module._prefix(stem)), (word, stem)
+
+
+@pytest.mark.parametrize(
+    ("body", "query_text"),
+    [
+        ("# Log\n\n" + "ab" * 100_000, "abababab"),
+        ("# Log\n\n" + " a" * 100_000, "aardvark"),
+        ("# Log\n\n" + "a " * 100_000, "a1 a2 a3 a4 a5 a6"),
+    ],
+)
+def test_hostile_bodies_are_counted_in_one_pass(body: str, query_text: str) -> None:
+    """A word as long as the Page, or a Page of words that start like the query's, finishes
+    (the suite's hang guard stops a quadratic match) and counts as the analyzer does."""
+    query = terms(query_text)
+    assert _pooled([body], query) == _reference_scores([body], query)
 
 
 def test_a_huge_heading_still_lets_its_section_come() -> None:

@@ -31,18 +31,18 @@ a token, CJK text three bytes and about one token a character (see `estimate_tok
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import itertools
 import re
-from collections.abc import Sequence
-from itertools import repeat
+from collections.abc import Iterator, Sequence
 
 import attrs
 
 from lwc_trio.memory.query.scoring import DEFAULT_RANKING, idf
 from lwc_trio.memory.text.markdown import blocks, cut_points, introduces, sections
-from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, stem_words
+from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, known_stems, stem_words
 from lwc_trio.protocol.units import cost
 
 __all__ = [
@@ -254,27 +254,35 @@ def outline(body: str, title: str = "", room: int = OUTLINE_UNITS) -> list[str]:
     return out
 
 
-class _Words:
-    """An ASCII body's folded words (`_ascii_analysis`) and, once the body is asked about a
-    second time (its analysis kept, `_analyzed`), each passage's counts by term, as the
-    analyzer gives them: a body asked about again mostly is again (a small Wiki's Pages
-    answer question after question), and stemming its words once then costs less than
-    finding each question's words among them."""
+class _Texts:
+    """An ASCII body's passages as `_ascii_analysis` keeps them: each one's heading path
+    (counted `HEADING_WEIGHT` times) and text, folded to lowercase letters, digits and
+    spaces, in one string (`text`, each passage's from its offset in `starts`), every word
+    between spaces; and, once the body is asked about a second time (its analysis kept,
+    `_analyzed`), each passage's counts by term, as the analyzer gives them: a body asked
+    about again mostly is again (a small Wiki's Pages answer question after question), and
+    stemming its words once then costs less than finding each question's words again."""
 
-    __slots__ = ("by_term", "distinct", "last", "used")
+    __slots__ = ("by_term", "last", "starts", "text", "used")
 
-    def __init__(self, distinct: tuple[str, ...]) -> None:
-        self.distinct = distinct
+    def __init__(self, text: str, starts: tuple[int, ...]) -> None:
+        self.text = text
+        self.starts = starts
         self.used = False
         self.by_term: tuple[dict[str, int], ...] | None = None
         self.last: tuple[tuple[str, ...], tuple[dict[str, int], ...]] | None = None
         """The last question's terms and counts: one question asks twice (the ranking's
         section evidence, then the passages), which is no second question."""
 
+    def passages(self) -> Iterator[str]:
+        """Each passage's folded text."""
+        return (self.text[a:b] for a, b in itertools.pairwise((*self.starts, len(self.text))))
 
-Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], _Words | None]
-"""A body's units, each one's counts, each one's length in terms, and None when the counts
-are by term, else the folded words they are by (an ASCII body, `_ascii_analysis`)."""
+
+Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], _Texts | None]
+"""A body's units, each one's counts by term (empty for an ASCII body, whose counts come
+from its texts, `_query_counts`), each one's length in terms, and the texts (an ASCII body,
+`_ascii_analysis`) or None."""
 SMALL_BODY = 20_000
 """Bodies up to this many characters have their analysis kept for the last 1,024 of them;
 longer ones (each analysis up to ~100,000 characters' terms) for the last 16."""
@@ -304,83 +312,107 @@ _ALNUM = str.maketrans({chr(c): chr(c) if chr(c).isalnum() else " " for c in ran
 """ASCII letters and digits kept, any other ASCII character a space: after `str.lower`,
 `text.translate(_ALNUM).split()` gives the words `tokenize` finds in ASCII text (runs of
 `[^\\W_]`, ASCII), with a few C calls instead of a regex match per word."""
+_STOP = STOP_WORDS.__contains__
 
 
 def _ascii_analysis(body: str, passages: tuple[Unit, ...]) -> Analysis:
-    """`_analysis` of an ASCII body, each passage's counts by folded word (stop words left out):
-    what `index_terms` counts, before stemming. Stemming every word of every result Page was
-    most of a query's cost on long Pages, and a query needs its own terms only
-    (`_query_counts` finds the words behind them)."""
+    """`_analysis` of an ASCII body, by C string operations instead of a Python step per
+    word (counting or stemming every word of every result Page was most of a query's cost):
+    each passage's text folded (`_Texts`) and its length in terms, its words less its stop
+    words. A query counts its own terms' words only (`_query_counts`)."""
     low = body.lower().translate(_ALNUM)
-    heads: dict[tuple[str, ...], list[str]] = {}
-    counts: list[dict[str, int]] = []
+    heads: dict[tuple[str, ...], str] = {}
+    texts: list[str] = []
+    starts: list[int] = []
+    at = 0
     lengths: list[int] = []
     for passage in passages:
-        words = heads.get(passage.path)
-        if words is None:
-            words = " ".join(passage.path * HEADING_WEIGHT).lower().translate(_ALNUM).split()
-            heads[passage.path] = words
-        found = collections.Counter(words)
-        found.update(low[passage.start : passage.end].split())
-        length = found.total() - sum(map(found.pop, found.keys() & STOP_WORDS))
-        counts.append(found)
-        lengths.append(length)
-    distinct = tuple(dict.fromkeys(itertools.chain.from_iterable(counts)))
-    return passages, tuple(counts), tuple(lengths), _Words(distinct)
+        head = heads.get(passage.path)
+        if head is None:
+            head = " ".join(passage.path * HEADING_WEIGHT).lower().translate(_ALNUM)
+            heads[passage.path] = head
+        text = f" {head} {low[passage.start : passage.end]} "
+        texts.append(text)
+        starts.append(at)
+        at += len(text)
+        words = text.split()
+        lengths.append(len(words) - sum(map(_STOP, words)))
+    return passages, (), tuple(lengths), _Texts("".join(texts), tuple(starts))
 
 
 STEM_TAIL = 3
 """An English Snowball stem differs from its word in at most its last two characters (it
 only ever drops a suffix, or changes or adds a letter or two at the end: "dying" → "die",
-"hoping" → "hope", "happy" → "happi"), so every word stemming to a term starts with the
-term less its last two characters; one more is left off for safety (`_words_for`)."""
+"hoping" → "hope", "happy" → "happi") and never in its first, so every word stemming to a
+term starts with the term less its last two characters, and with its first character; one
+more is left off for safety (`_prefix`)."""
 
 
-def _words_for(distinct: Sequence[str], terms: Sequence[str]) -> dict[str, list[str]]:
-    """Those of `distinct` (a body's folded words) whose stem is one of `terms`: only the
-    words starting like a term (`STEM_TAIL`) are stemmed."""
-    prefixes = tuple({t[: max(len(t) - STEM_TAIL, 0)] for t in terms})
-    candidates = list(itertools.compress(distinct, map(str.startswith, distinct, repeat(prefixes))))
-    wanted = set(terms)
-    out: dict[str, list[str]] = {}
-    for word, term in zip(candidates, stem_words(candidates), strict=True):
-        if term in wanted:
-            out.setdefault(term, []).append(word)
+def _prefix(term: str) -> str:
+    """What every word stemming to `term` starts with (`STEM_TAIL`)."""
+    return term[: max(len(term) - STEM_TAIL, 1)]
+
+
+def _prefixes(terms: Sequence[str]) -> list[str]:
+    """The prefixes (`_prefix`) of `terms`, none of them starting with another: a word that
+    starts like several terms is found once."""
+    out: list[str] = []
+    for prefix in sorted(set(map(_prefix, terms))):
+        # Sorted, every string that starts with a kept prefix comes right after it.
+        if not out or not prefix.startswith(out[-1]):
+            out.append(prefix)
     return out
+
+
+def _words_like(texts: _Texts, terms: Sequence[str]) -> list[tuple[int, str]]:
+    """`(passage, word)` for each word of `texts` that starts like one of `terms`: the only
+    words that may stem to one of them. Each prefix is found after a space by `str.find`, and
+    each find starts past the word before: linear in the text and the words found."""
+    text, starts = texts.text, texts.starts
+    found: list[tuple[int, str]] = []
+    for prefix in _prefixes(terms):
+        needle = " " + prefix
+        at = text.find(needle)
+        while at >= 0:
+            end = text.find(" ", at + len(needle))  # every passage's text ends with a space
+            found.append((bisect.bisect_right(starts, at) - 1, text[at + 1 : end]))
+            at = text.find(needle, end)
+    return found
 
 
 def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str, int]]:
     """Each passage's counts of `terms` (those it holds; any other key is ignored)."""
-    _passages, counts, _lengths, words = analysis
-    if words is None:
+    _passages, counts, _lengths, texts = analysis
+    if texts is None:
         return counts
-    if words.by_term is not None:
-        return words.by_term
-    last = words.last
-    if last is not None and last[0] == tuple(terms):
+    if texts.by_term is not None:
+        return texts.by_term
+    key = tuple(terms)
+    last = texts.last
+    if last is not None and last[0] == key:
         return last[1]
-    if words.used:
-        term_of = dict(zip(words.distinct, stem_words(list(words.distinct)), strict=True))
-        by_term: list[dict[str, int]] = []
-        for found in counts:
-            tfs: dict[str, int] = {}
-            for word, count in found.items():
-                term = term_of[word]
-                tfs[term] = tfs.get(term, 0) + count
-            by_term.append(tfs)
-        words.by_term = tuple(by_term)  # complete before it is seen; threads may build it twice
-        return words.by_term
-    words.used = True
-    words_of = _words_for(words.distinct, terms)
-    out: list[dict[str, int]] = []
-    for found in counts:
-        tfs = {}
-        for term, found_words in words_of.items():
-            tf = sum(found.get(word, 0) for word in found_words)
-            if tf:
-                tfs[term] = tf
-        out.append(tfs)
-    words.last = (tuple(terms), tuple(out))
+    if texts.used:
+        by_term = tuple(
+            collections.Counter(stem_words(list(itertools.filterfalse(_STOP, text.split()))))
+            for text in texts.passages()
+        )
+        texts.by_term = by_term  # complete before it is seen; threads may build it twice
+        return by_term
+    texts.used = True
+    found = _words_like(texts, terms)
+    distinct = list({word for _passage, word in found} - STOP_WORDS)
+    stems = known_stems(distinct)
+    unknown = [word for word, stem in zip(distinct, stems, strict=True) if not stem]
+    term_of = dict(zip(distinct, stems, strict=True))
+    term_of.update(zip(unknown, stem_words(unknown), strict=True))
+    wanted = set(terms)
+    out: list[dict[str, int]] = [{} for _ in texts.starts]
+    for passage, word in found:
+        term = term_of.get(word)  # None for a stop word
+        if term in wanted:
+            tfs = out[passage]
+            tfs[term] = tfs.get(term, 0) + 1
+    texts.last = (key, tuple(out))
     return out
 
 
@@ -569,7 +601,10 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
 def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[float | None]:
     """Each body's best unit score for `query`, all the bodies' units one collection (as
     `allot` scores them, which then counts nothing again): the section evidence of
-    `evidence.rerank`; None for a body without headings, which has no section to rank by."""
+    `evidence.rerank`; None for a body without headings, which has no section to rank by
+    (and, when no body has any, nothing is scored: a Wiki of plain notes)."""
+    if not any(unit.path for body in bodies for unit in split_units(body)):
+        return [None] * len(bodies)
     analyses = [_analyzed(body) for body in bodies]
     scores = _pooled(analyses, query)
     return [

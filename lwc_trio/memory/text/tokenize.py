@@ -14,10 +14,11 @@ gives both kinds with positions in the original text (the writer's snippet offse
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 import Stemmer
@@ -31,6 +32,7 @@ __all__ = [
     "index_terms",
     "index_words",
     "is_cjk",
+    "known_stems",
     "parse_query",
     "plain_words",
     "query_terms",
@@ -112,6 +114,12 @@ def stem_words(words: list[str]) -> list[str]:
         cache.update(zip(missing, _stemmer().stemWords(missing), strict=True))
     get = cache.get
     return [get(word) or _stemmer().stemWord(word) for word in words]
+
+
+def known_stems(words: Sequence[str]) -> list[str]:
+    """The stem of each of `words` this process has stemmed before (`stem_words`), else ""
+    (no stem is empty): a dictionary look-up each, no Snowball."""
+    return list(map(_STEMS.get, words, itertools.repeat("")))
 
 
 def fold(word: str) -> str:
