@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -18,8 +20,12 @@ from benchmarks.scenarios.docs_corpus import Page as DocsPage
 from benchmarks.scenarios.docs_corpus import Question as DocsQuestion
 from benchmarks.scenarios.docs_corpus import gold_section, paragraphs, sections, text_of
 from benchmarks.scenarios.docs_metrics import lwc_reading, summarize
+from benchmarks.scenarios.soak_verdicts import verdicts
 from benchmarks.stats import percentile
 from benchmarks.table import markdown_table
+
+if TYPE_CHECKING:
+    from benchmarks.scenarios.soak_workload import Soak
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -240,3 +246,38 @@ def test_a_benchmark_server_runs_this_checkout(
         env=started["env"], cwd=tmp_path, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert Path(found.stdout.strip()).is_relative_to(REPO)
+
+
+def _soak_sample(calls: int, fds: int, threads: int) -> dict[str, object]:
+    return {
+        "calls": calls,
+        "rss_mb": 40.0,
+        "fds": fds,
+        "threads": threads,
+        "zombies": 0,
+        "codegraph": 0,
+        "codegraph_pids": [],
+    }
+
+
+def _fd_verdict(shape: list[tuple[int, int]]) -> dict[str, Any]:
+    """The soak's fd verdict on samples of `(fds, threads)`, 100 calls apart, a memory-only
+    run (a stand-in for the run's workload: the verdicts read its counters only)."""
+    samples = [_soak_sample(100 * i, fds, threads) for i, (fds, threads) in enumerate(shape)]
+    soak = SimpleNamespace(
+        fx=SimpleNamespace(has_code=False),
+        checker=SimpleNamespace(checked=1, error_count=0),
+        first_code_call=None,
+    )
+    exit_info = {"code": 0, "live": 0, "gone_s": 0.0, "stderr_bytes": 0}
+    every = verdicts(samples, 100, cast("Soak", soak), exit_info)
+    (found,) = [v for v in every if v["resource"] == "open fds"]
+    return found
+
+
+def test_soak_fds_that_follow_the_memory_lane_s_threads_are_no_leak() -> None:
+    """Under load the memory lane brings in its spare threads late in a run, each with its
+    pooled connection (a loaded machine's run: 16 fds at 6 threads, then 19 at 10): no leak.
+    Descriptors that grow while the threads do not are one."""
+    assert _fd_verdict([(16, 6)] * 6 + [(19, 10)] * 5)["pass"]
+    assert not _fd_verdict([(16, 6)] * 6 + [(16 + i, 6) for i in range(1, 6)])["pass"]
