@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest_memory import new_store, page, put_pages
+from conftest_memory import ask, ids, new_project, new_store, page, put_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lwc_trio.memory.query import results as results_module
 from lwc_trio.memory.query.results import (
     _ELLIPSIS,
     LINKS_READ,
     LINKS_SCAN,
     SNIPPET_LEAD,
     SNIPPET_WINDOW,
+    PageRow,
     _in_word,
     _links,
     make_snippet,
@@ -290,3 +293,28 @@ def test_snippets_are_shorter_than_the_bound_they_keep() -> None:
     assert len(snippet) <= 90
     assert "word100" in snippet
     assert snippet.index("word100") >= 30  # still about 40 characters before the match
+
+
+def test_a_request_reads_each_page_row_once_when_no_row_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranking reads the best hits' rows (section evidence) and the results the first
+    `maxDocuments` of them: a request reads each row once, even when the revision keeps
+    none (on a large Wiki its row budget is soon spent: the 8 result rows were read twice,
+    about 1.5 ms a query at 100,000 Pages). Counted by a spy on the real row reader."""
+    project, db, home = new_project(tmp_path)
+    body = "# Page {i}\n\n## Setup\n\nThe zebracorn setup, step {i}.\n\n## Other\n\nFiller.\n"
+    put_pages(db, [page(f"p{i:02d}", f"Page {i}", body.format(i=i)) for i in range(12)])
+    monkeypatch.setattr(results_module, "ROWS_BUDGET", 0)
+    read: Counter[str] = Counter()
+    reader = results_module._page_rows
+
+    def counted(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, PageRow]:
+        read.update(slugs)
+        return reader(conn, slugs)
+
+    monkeypatch.setattr(results_module, "_page_rows", counted)
+    memory = ask("zebracorn setup", project, home=home)
+    assert len(ids(memory)) == 8
+    assert sorted(read) == [f"p{i:02d}" for i in range(12)]
+    assert set(read.values()) == {1}

@@ -25,6 +25,7 @@ from lwc_trio.memory.query.neighborhood import graph_item, read_neighborhood
 from lwc_trio.memory.query.passages import UNITS_PER_TOKEN, cost
 from lwc_trio.memory.query.results import (
     PageBody,
+    PageRow,
     ResultRow,
     dumps_compact,
     fit_pages,
@@ -320,9 +321,10 @@ def _search(
         )
     _check(cancelled)
     query_terms = [(t.term, t.count) for t in terms]
-    hits = rerank(hits, query_terms, lambda slugs: page_heads(conn, slugs, key))[:limit]
+    read: dict[str, PageRow] = {}  # the ranking's rows, which the results read no more
+    hits = rerank(hits, query_terms, lambda slugs: page_heads(conn, slugs, key, read))[:limit]
     _check(cancelled)
-    rows, bodies = read_hits(conn, ref.scope, hits, query, key)
+    rows, bodies = read_hits(conn, ref.scope, hits, query, key, read)
     return (
         tuple(bound_row(row) for row in rows),
         # Keyed by the bounded slug, which is also the bounded row's identifier.

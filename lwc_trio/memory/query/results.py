@@ -38,6 +38,7 @@ __all__ = [
     "SNIPPET_MAX",
     "SNIPPET_WINDOW",
     "PageBody",
+    "PageRow",
     "ResultRow",
     "WholeQuery",
     "fit_pages",
@@ -362,29 +363,42 @@ def _cached(
     read: Callable[[sqlite3.Connection, Sequence[str]], dict[str, Row]],
     conn: sqlite3.Connection,
     head: Callable[[Row], str],
+    known: dict[str, Row] | None = None,
 ) -> dict[str, Row]:
-    if kept is None or rows is None:
-        return read(conn, idents)
-    found = {ident: row for ident in idents if (row := kept.get(ident)) is not None}
-    missing = [ident for ident in idents if ident not in kept]
+    """The rows of `idents`: those `known` (read earlier in this request) or `kept` (this
+    revision's, `ROWS`), the rest read, kept while the budget lasts, and added to `known`."""
+    known = {} if known is None else known
+    found = {ident: row for ident in idents if (row := known.get(ident)) is not None}
+    if kept is not None and rows is not None:
+        found.update((ident, row) for ident in idents if (row := kept.get(ident)) is not None)
+    missing = [
+        ident for ident in idents if ident not in found and (kept is None or ident not in kept)
+    ]
     if missing:
         fresh = read(conn, missing)
         found.update(fresh)
-        for ident in missing:
-            row = fresh.get(ident)
-            if row is None or rows.keep(head(row)):
-                kept[ident] = row
+        known.update(fresh)
+        if kept is not None and rows is not None:
+            for ident in missing:
+                row = fresh.get(ident)
+                if row is None or rows.keep(head(row)):
+                    kept[ident] = row
     return found
 
 
 def page_heads(
-    conn: sqlite3.Connection, slugs: Sequence[str], cache_key: Hashable | None = None
+    conn: sqlite3.Connection,
+    slugs: Sequence[str],
+    cache_key: Hashable | None = None,
+    read: dict[str, PageRow] | None = None,
 ) -> dict[str, tuple[str, str]]:
     """Each of `slugs`' (title, body head): what ranking with section evidence reads. The rows
-    are kept like `read_hits`' (`ROWS`), which then reads none of them again."""
+    are kept like `read_hits`' (`ROWS`) and added to `read`, so that the request's
+    `read_hits` given it reads none of them again, even once the revision's budget is
+    spent (a large Wiki's Pages are each read once)."""
     kept = None if cache_key is None else ROWS.get_or_build(cache_key, _Rows)
     pages = _cached(
-        None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3]
+        None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3], read
     )
     return {slug: (row[0], row[3]) for slug, row in pages.items()}
 
@@ -395,18 +409,19 @@ def read_hits(
     hits: Sequence[Hit],
     query: str,
     cache_key: Hashable | None = None,
+    read: dict[str, PageRow] | None = None,
 ) -> tuple[list[ResultRow], dict[str, PageBody]]:
     """Result rows for `hits` (same order) and the bodies of their Pages.
 
     Read inside the caller's transaction, each table once: a Page's row gives both its
     snippet and its `pages` entry. `cache_key` names the store revision whose rows may be
-    kept (`ROWS`).
+    kept (`ROWS`); `read` holds the Page rows this request read already (`page_heads`).
     """
     slugs = [hit.identifier for hit in hits if hit.doc_type == "page"]
     source_ids = [hit.identifier for hit in hits if hit.doc_type == "source"]
     kept = None if cache_key is None else ROWS.get_or_build(cache_key, _Rows)
     pages = _cached(
-        None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3]
+        None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3], read
     )
     sources = _cached(
         None if kept is None else kept.sources, kept, source_ids, _source_rows, conn,
