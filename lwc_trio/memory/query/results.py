@@ -38,6 +38,7 @@ __all__ = [
     "SNIPPET_MAX",
     "SNIPPET_WINDOW",
     "PageBody",
+    "PageMeta",
     "PageRow",
     "ResultRow",
     "WholeQuery",
@@ -279,13 +280,15 @@ def _provenance(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, tup
     return {slug: tuple(order_provenance(values)) for slug, values in found.items()}
 
 
-PageRow = tuple[str, str, "str | None", str, int, str, tuple[str, ...], tuple[str, ...]]
-"""title, kind, summary, body head, body length, updated_at, provenance, links."""
+PageRow = tuple[str, str, "str | None", str, int, str]
+"""title, kind, summary, body head, body length, updated_at."""
+PageMeta = tuple[tuple[str, ...], tuple[str, ...]]
+"""provenance, links."""
 SourceRow = tuple[str, str, str]
 """title, content head, created_at."""
 
 ROWS_BUDGET = 1_000_000
-"""Characters of Page and Source heads one `_Rows` keeps."""
+"""Characters of Page and Source heads (and of Pages' links) one `_Rows` keeps."""
 SNIPPETS_BUDGET = 1_000_000
 """Characters of lowercased snippet texts and of snippets one `_Rows` keeps."""
 
@@ -296,6 +299,7 @@ class _Rows:
 
     def __init__(self) -> None:
         self.pages: dict[str, PageRow | None] = {}
+        self.metas: dict[str, PageMeta | None] = {}
         self.sources: dict[str, SourceRow | None] = {}
         self.lowered: dict[tuple[str, str], str] = {}
         """(doc type, identifier) -> its snippet text lowercased (`_whole_match`)."""
@@ -327,7 +331,7 @@ ROWS: RevisionCache[_Rows] = RevisionCache(4)
 
 
 def _page_rows(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, PageRow]:
-    pages: dict[str, tuple[str, str, str | None, str, int, str]] = {}
+    pages: dict[str, PageRow] = {}
     if slugs:
         for slug, title, kind, summary, head, length, updated in conn.execute(
             f"SELECT slug, title, kind, summary, substr(body, 1, {_HEAD}), length(body), "
@@ -335,10 +339,15 @@ def _page_rows(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, Page
             list(slugs),
         ):
             pages[slug] = (title, kind, summary, head, int(length), updated)
-    found = [slug for slug in slugs if slug in pages]
-    provenance = _provenance(conn, found)
-    links = _links(conn, found)
-    return {slug: (*pages[slug], provenance[slug], links[slug]) for slug in found}
+    return pages
+
+
+def _page_meta(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, PageMeta]:
+    """Each of `slugs`' (Pages that exist) provenance and links: read for result Pages only,
+    not for every hit the ranking reads."""
+    provenance = _provenance(conn, slugs)
+    links = _links(conn, slugs)
+    return {slug: (provenance[slug], links[slug]) for slug in slugs}
 
 
 def _source_rows(conn: sqlite3.Connection, source_ids: Sequence[str]) -> dict[str, SourceRow]:
@@ -353,7 +362,7 @@ def _source_rows(conn: sqlite3.Connection, source_ids: Sequence[str]) -> dict[st
     return sources
 
 
-Row = TypeVar("Row", PageRow, SourceRow)
+Row = TypeVar("Row", PageRow, PageMeta, SourceRow)
 
 
 def _cached(
@@ -423,6 +432,10 @@ def read_hits(
     pages = _cached(
         None if kept is None else kept.pages, kept, slugs, _page_rows, conn, lambda r: r[3], read
     )
+    metas = _cached(
+        None if kept is None else kept.metas, kept, [slug for slug in slugs if slug in pages],
+        _page_meta, conn, lambda m: "".join(m[1]),
+    )  # fmt: skip
     sources = _cached(
         None if kept is None else kept.sources, kept, source_ids, _source_rows, conn,
         lambda r: r[1],
@@ -433,7 +446,8 @@ def read_hits(
     for hit in hits:
         if hit.doc_type == "page" and hit.identifier in pages:
             slug = hit.identifier
-            title, kind, summary, head, length, updated, provenance, links = pages[slug]
+            title, kind, summary, head, length, updated = pages[slug]
+            provenance, links = metas[slug]
             snippet = _snippet(kept, hit, snippet_text(head, summary), whole)
             rows.append(
                 ResultRow(
