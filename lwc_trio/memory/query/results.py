@@ -295,7 +295,9 @@ SNIPPETS_BUDGET = 1_000_000
 
 class _Rows:
     """The result rows one store revision has read (they cannot change within it), up to
-    `ROWS_BUDGET` characters of text; what is not kept is read again."""
+    `ROWS_BUDGET` characters of text, each row counting one more (a row without text is
+    not free: a long session over a large Wiki reads thousands); what is not kept is read
+    again."""
 
     def __init__(self) -> None:
         self.pages: dict[str, PageRow | None] = {}
@@ -312,17 +314,17 @@ class _Rows:
         self.snippet_size = 0
 
     def keep(self, text: str) -> bool:
-        if self.size + len(text) > ROWS_BUDGET:
+        if self.size + len(text) + 1 > ROWS_BUDGET:
             return False
-        self.size += len(text)
+        self.size += len(text) + 1
         return True
 
     def keep_snippet(self, text: str) -> bool:
         """Like `keep`, for what snippets derive from the rows (their own budget, so that
         they never crowd out the rows)."""
-        if self.snippet_size + len(text) > SNIPPETS_BUDGET:
+        if self.snippet_size + len(text) + 1 > SNIPPETS_BUDGET:
             return False
-        self.snippet_size += len(text)
+        self.snippet_size += len(text) + 1
         return True
 
 
@@ -460,7 +462,9 @@ def read_hits(
                 body = PageBody(
                     scope, slug, title, kind, summary, head, length, provenance, links, updated,
                 )  # fmt: skip
-                if kept is not None:  # the row's own head: no copy to count
+                if kept is not None and kept.pages.get(slug) is not None:
+                    # Kept with its row only, whose head it shares: no copy to count. A
+                    # row past the budget is read again, and so is its entry.
                     kept.bodies[scope, slug] = body
             bodies[slug] = body
         elif hit.doc_type == "source" and hit.identifier in sources:
