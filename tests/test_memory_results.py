@@ -359,3 +359,34 @@ def test_a_revision_keeps_page_entries_only_with_their_rows(
     monkeypatch.setattr(results_module, "ROWS_BUDGET", 3)
     rows = results_module._Rows()
     assert [rows.keep("") for _ in range(4)] == [True, True, True, False]
+
+
+class _FilledMeanwhile(dict[str, "PageRow | None"]):
+    """A revision's kept rows that another reader thread fills right after a look-up
+    misses (a fake standing for that interleaving)."""
+
+    def __init__(self, row: PageRow) -> None:
+        super().__init__()
+        self.row = row
+
+    def get(self, key: str, default: PageRow | None = None) -> PageRow | None:  # type: ignore[override]
+        found = super().get(key, default)
+        if found is None:
+            self[key] = self.row
+        return found
+
+
+def test_a_row_another_thread_keeps_meanwhile_is_still_returned() -> None:
+    """Up to six reader threads share a revision's kept rows. A row kept by another thread
+    between two look-ups of one ident was neither found nor read: its result was dropped,
+    and with provenance and links read for result Pages apart, the request failed
+    (KeyError). Each ident is now looked up once."""
+    row: PageRow = ("Title", "concept", None, "head", 4, "2026-01-01T00:00:00Z")
+    kept = _FilledMeanwhile(row)
+
+    def read(conn: sqlite3.Connection, idents: Sequence[str]) -> dict[str, PageRow]:
+        return dict.fromkeys(idents, row)
+
+    conn = sqlite3.connect(":memory:")
+    found = results_module._cached(kept, results_module._Rows(), ["a"], read, conn, lambda r: r[3])
+    assert found == {"a": row}

@@ -379,12 +379,23 @@ def _cached(
     """The rows of `idents`: those `known` (read earlier in this request) or `kept` (this
     revision's, `ROWS`), the rest read, kept while the budget lasts, and added to `known`."""
     known = {} if known is None else known
-    found = {ident: row for ident in idents if (row := known.get(ident)) is not None}
-    if kept is not None and rows is not None:
-        found.update((ident, row) for ident in idents if (row := kept.get(ident)) is not None)
-    missing = [
-        ident for ident in idents if ident not in found and (kept is None or ident not in kept)
-    ]
+    found: dict[str, Row] = {}
+    missing: list[str] = []
+    for ident in idents:
+        # One look-up per ident and place: another thread may add to `kept` meanwhile, and
+        # an ident must come out found, absent (a kept None) or missing, never none of them.
+        row = known.get(ident)
+        if row is None and kept is not None and rows is not None:
+            try:
+                row = kept[ident]
+            except KeyError:
+                missing.append(ident)
+                continue
+        elif row is None:
+            missing.append(ident)
+            continue
+        if row is not None:
+            found[ident] = row
     if missing:
         fresh = read(conn, missing)
         found.update(fresh)
