@@ -38,6 +38,22 @@ def threads(pid: int) -> int:
     return int(status(pid).get("Threads", "0"))
 
 
+def memory_threads(pid: int) -> int:
+    """The server's memory-lane threads: those the OS names `lwc-memory-N` (the lanes name
+    their threads, `lanes._name_os_thread`); 0 when the process is gone."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0
+    count = 0
+    for task in tasks:
+        try:
+            count += (task / "comm").read_text().startswith("lwc-memory-")
+        except OSError:
+            continue  # the thread ended meanwhile
+    return count
+
+
 def stat(pid: int) -> tuple[str, int, int] | None:
     """(state, ppid, pgid) from /proc/PID/stat, or None when gone."""
     try:
@@ -156,6 +172,7 @@ def sample(server_pid: int, calls: int, started: float) -> dict[str, Any]:
         "rss_mb": round(rss * 1024 / 1e6, 2),
         "fds": fd_count(server_pid),
         "threads": int(st.get("Threads", "0")),
+        "memory_threads": memory_threads(server_pid),
         "children": len(kids),
         "codegraph": len(cg),
         "codegraph_pids": [k["pid"] for k in cg],
