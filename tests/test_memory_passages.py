@@ -400,7 +400,7 @@ def _reference_scores(bodies: list[str], query: list[tuple[str, int]]) -> list[l
         units = split_units(body)
         sizes.append(len(units))
         for p in units:
-            heads = " ".join(p.path * passages_module.HEADING_WEIGHT)
+            heads = passages_module.heads_scored(p.path)
             found = index_terms(heads + "\n" + body[p.start : p.end])
             lengths.append(len(found))
             docs.append({t: found.count(t) for t in set(found)})
@@ -547,6 +547,22 @@ def test_hostile_bodies_are_counted_in_one_pass(body: str, query_text: str) -> N
     """A word as long as the Page, or a Page of words that start like the query's, finishes
     (the suite's hang guard stops a quadratic match) and counts as the analyzer does."""
     query = terms(query_text)
+    assert _pooled([body], query) == _reference_scores([body], query)
+
+
+def test_a_huge_heading_over_many_sections_is_counted_once_bounded() -> None:
+    """A heading of 1,200 words over 1,000 tiny sections (a hostile Page of 20 kB): each
+    unit counts its path up to `HEADS_SCORED_MAX` characters, so what the analysis keeps
+    stays a bounded multiple of the body, not of its sections times the heading."""
+    body = "# " + " ".join(f"w{i}" for i in range(1_200)) + "\n"
+    body += "".join(f"## s{i}\nx\n" for i in range(1_000))
+    analysis = passages_module._analysis(body)
+    texts = analysis[3]
+    assert texts is not None
+    assert len(analysis[0]) == 1_000
+    cap = 1_000 * (passages_module.HEADING_WEIGHT * (passages_module.HEADS_SCORED_MAX + 1) + 8)
+    assert len(texts.text) <= cap
+    query = terms("w5 s7")
     assert _pooled([body], query) == _reference_scores([body], query)
 
 

@@ -85,6 +85,11 @@ OUTLINE_ITEM_MAX = 60
 HEADING_WEIGHT = 2
 """A unit's heading path counts this many times in its score: a heading names what its section
 is about, as a title does a Page (the search weighs titles 8 to a body's 1)."""
+HEADS_SCORED_MAX = 1_000
+"""Characters of a unit's heading path (its headings joined, outermost first) counted in its
+score: real paths are a few hundred at most, and a hostile Page of a thousand tiny sections
+under one huge heading would otherwise copy that heading into every unit's analysis (18 MB
+kept, and seconds to count, for a 20 kB body)."""
 PATH_DEPTH = 3
 """Headings in a passage's path at most: its section's and two ancestors (SPEC §4)."""
 PATH_ITEM_MAX = 100
@@ -294,6 +299,12 @@ def _analyzed(body: str) -> Analysis:
     return _small(body) if len(body) <= SMALL_BODY else _large(body)
 
 
+def heads_scored(path: Sequence[str]) -> str:
+    """What of a unit's heading `path` its score counts: the headings joined, cut to
+    `HEADS_SCORED_MAX` characters, `HEADING_WEIGHT` times."""
+    return " ".join([" ".join(path)[:HEADS_SCORED_MAX]] * HEADING_WEIGHT)
+
+
 def _analysis(body: str) -> Analysis:
     passages = split_units(body)
     if body.isascii():
@@ -301,7 +312,7 @@ def _analysis(body: str) -> Analysis:
     counts: list[dict[str, int]] = []
     lengths: list[int] = []
     for passage in passages:
-        heads = " ".join(passage.path * HEADING_WEIGHT)
+        heads = heads_scored(passage.path)
         terms = index_terms(heads + "\n" + body[passage.start : passage.end])
         lengths.append(len(terms))
         counts.append(collections.Counter(terms))
@@ -329,7 +340,7 @@ def _ascii_analysis(body: str, passages: tuple[Unit, ...]) -> Analysis:
     for passage in passages:
         head = heads.get(passage.path)
         if head is None:
-            head = " ".join(passage.path * HEADING_WEIGHT).lower().translate(_ALNUM)
+            head = heads_scored(passage.path).lower().translate(_ALNUM)
             heads[passage.path] = head
         text = f" {head} {low[passage.start : passage.end]} "
         texts.append(text)
