@@ -359,6 +359,11 @@ def test_a_revision_keeps_page_entries_only_with_their_rows(
     monkeypatch.setattr(results_module, "ROWS_BUDGET", 3)
     rows = results_module._Rows()
     assert [rows.keep("") for _ in range(4)] == [True, True, True, False]
+    # An absent Page (a hit whose row is gone) is kept as absent within the budget too.
+    absent = ["gone-1", "gone-2", "gone-3"]
+    conn = sqlite3.connect(":memory:")
+    results_module._cached(rows.pages, rows, absent, lambda c, i: {}, conn, lambda r: r[3])
+    assert rows.pages == {}
 
 
 class _FilledMeanwhile(dict[str, "PageRow | None"]):

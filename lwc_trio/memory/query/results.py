@@ -402,8 +402,8 @@ def _cached(
         known.update(fresh)
         if kept is not None and rows is not None:
             for ident in missing:
-                row = fresh.get(ident)
-                if row is None or rows.keep(head(row)):
+                row = fresh.get(ident)  # None: absent, kept as such (one unit of the budget)
+                if rows.keep("" if row is None else head(row)):
                     kept[ident] = row
     return found
 
