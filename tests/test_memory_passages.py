@@ -18,6 +18,7 @@ from lwc_trio.memory.query.passages import (
     estimate_tokens,
     focus,
     outline,
+    priors,
     split_units,
 )
 from lwc_trio.memory.query.results import PageBody, dumps_compact, fit_pages, json_units
@@ -271,6 +272,18 @@ def test_caps_favour_the_best_page() -> None:
     assert got[0] == 10_000
     assert got == sorted(got, reverse=True)
     assert len(set(got)) == 5
+
+
+def test_a_page_below_the_first_weighs_less_than_its_score_ratio() -> None:
+    """`priors` (docs/memory.md, "Decisions"): the best Page weighs 1, one scored 80 % of it
+    weighs below 0.8 (the first Page's further sections win over a close second Page's of
+    about the same score), never nothing; a fill-up without a score weighs by its rank."""
+    got = priors([10.0, 8.0, 5.0, 0.0])
+    assert got[0] == 1.0
+    assert 0.7 < got[1] < 0.8
+    assert 0.0 < got[2] < 0.5
+    assert got[3] == 1.0 / 4
+    assert got == sorted(got, reverse=True)
 
 
 def test_a_cut_passage_is_never_joined_to_the_next_as_if_whole() -> None:
