@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from lwc_trio.memory.query.passages import (
     MIN_CUT,
     OUTLINE_UNITS,
     UNIT_MAX,
+    best_units,
     body_units,
     caps,
     cost,
@@ -577,6 +580,32 @@ def test_a_huge_heading_over_many_sections_is_counted_once_bounded() -> None:
     assert len(texts.text) <= cap
     query = terms("w5 s7")
     assert _pooled([body], query) == _reference_scores([body], query)
+
+
+def _one_heading_over_tiny_sections(seed: int) -> str:
+    """A hostile Page of 20 kB: one heading of ~1,000 characters of distinct words over
+    1,800 sections of a word each; each unit counts the whole heading."""
+    head = " ".join(f"h{seed}x{i}" for i in range(200))[:995]
+    return f"# {head}\n\n" + "".join(f"## s\nw{i}\n" for i in range(1_800))
+
+
+def test_what_the_analyses_keep_is_bounded_by_size_not_only_by_count() -> None:
+    """Six hostile Pages asked about twice each: each analysis holds 3.6 million characters
+    (its 1,800 units count the heading), and about 10 MB once counted by term, so 1,024 of
+    them, the count bound, would be gigabytes. What the kept analyses hold stays within
+    `ANALYSES_BUDGET` characters (counted on the live objects), and a Page whose analysis
+    was dropped scores as before."""
+    bodies = [_one_heading_over_tiny_sections(seed) for seed in range(6)]
+    first, second = terms("w5 s7"), terms("w9 shard")
+    scores = [best_units([body], first) for body in bodies]
+    for body in bodies:
+        best_units([body], second)
+    gc.collect()
+    kept = sum(
+        len(texts.text) for texts in gc.get_objects() if isinstance(texts, passages_module._Texts)
+    )
+    assert kept <= passages_module.ANALYSES_BUDGET, f"{kept:,} characters kept"
+    assert [best_units([body], first) for body in bodies] == scores
 
 
 def test_a_huge_heading_still_lets_its_section_come() -> None:

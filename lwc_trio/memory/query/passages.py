@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 import attrs
 
 from lwc_trio.memory.query.scoring import DEFAULT_RANKING, idf
+from lwc_trio.memory.storage.cache import RevisionCache
 from lwc_trio.memory.text.markdown import blocks, cut_points, introduces, sections
 from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, known_stems, stem_words
 from lwc_trio.protocol.units import cost
@@ -288,15 +289,39 @@ Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], 
 """A body's units, each one's counts by term (empty for an ASCII body, whose counts come
 from its texts, `_query_counts`), each one's length in terms, and the texts (an ASCII body,
 `_ascii_analysis`) or None."""
-SMALL_BODY = 20_000
-"""Bodies up to this many characters have their analysis kept for the last 1,024 of them;
-longer ones (each analysis up to ~100,000 characters' terms) for the last 16."""
+ANALYSES_MAX = 1024
+ANALYSES_BUDGET = 8_000_000
+"""Analyses kept: those of the last `ANALYSES_MAX` bodies asked about, at most this many
+analysed characters together (`_weight`: each unit's text and its heading path as counted,
+about 4 bytes kept a character once a body is asked about twice). Bounded by size, not only
+by count: a body of many short sections under one long heading analyses to a hundred times
+its length (its units each count the heading, `heads_scored`), so 1,024 such Pages of a
+cloned store would have kept gigabytes."""
+
+
+def _weight(analysis: Analysis) -> int:
+    """The characters `analysis` counted: each unit's text and its heading path as scored."""
+    units, _counts, _lengths, texts = analysis
+    if texts is not None:
+        return len(texts.text)
+    return sum(unit.end - unit.start + len(heads_scored(unit.path)) + 2 for unit in units)
+
+
+_ANALYSES: RevisionCache[tuple[Analysis, int]] = RevisionCache(
+    ANALYSES_MAX, ANALYSES_BUDGET, lambda kept: kept[1]
+)
 
 
 def _analyzed(body: str) -> Analysis:
     """`body`'s units, each one's counts (its heading path counted with it) and length in
-    terms. Kept for recent bodies: agents ask about the same Pages again."""
-    return _small(body) if len(body) <= SMALL_BODY else _large(body)
+    terms. Kept for recent bodies (`ANALYSES_BUDGET`): agents ask about the same Pages
+    again."""
+
+    def build() -> tuple[Analysis, int]:
+        analysis = _analysis(body)
+        return analysis, _weight(analysis)
+
+    return _ANALYSES.get_or_build(body, build)[0]
 
 
 def heads_scored(path: Sequence[str]) -> str:
@@ -425,10 +450,6 @@ def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str
             tfs[term] = tfs.get(term, 0) + 1
     texts.last = (key, tuple(out))
     return out
-
-
-_small = functools.lru_cache(maxsize=1024)(_analysis)
-_large = functools.lru_cache(maxsize=16)(_analysis)
 
 
 def _scores(

@@ -1,8 +1,10 @@
-"""Small thread-safe LRU caches for per-store derived data (title index, link degrees).
+"""Small thread-safe LRU caches for per-store derived data (title index, link degrees) and
+for what the read side derives from Page bodies, bounded by count and, where told, by size.
 
-Keys include the store path, `store_id` and `store_revision`, so a CLI write (which bumps the
-revision) is seen by the next query without any invalidation message, and a copied store with
-the same id at another path never shares entries.
+Per-store keys include the store path, `store_id` and `store_revision`, so a CLI write (which
+bumps the revision) is seen by the next query without any invalidation message, and a copied
+store with the same id at another path never shares entries. What is derived from a body
+alone is keyed by the body itself.
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ T = TypeVar("T")
 
 
 class RevisionCache(Generic[T]):
-    """At most `size` entries; least recently used first out."""
+    """At most `size` entries, least recently used first out; with `weigh`, also at most
+    `budget` of their weights together (an entry heavier than the whole budget is handed
+    out and not kept)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(
+        self, size: int, budget: int | None = None, weigh: Callable[[T], int] | None = None
+    ) -> None:
         self._size = size
+        self._budget = budget
+        self._weigh = weigh
         self._entries: OrderedDict[Hashable, T] = OrderedDict()
+        self._weights: dict[Hashable, int] = {}
+        self._weight = 0
         self._lock = threading.Lock()
 
     def get_or_build(self, key: Hashable, build: Callable[[], T]) -> T:
@@ -33,11 +43,9 @@ class RevisionCache(Generic[T]):
                 return self._entries[key]
         # Two threads may build the same entry at once; both results are equal, one wins.
         value = build()
+        weight = 0 if self._weigh is None else self._weigh(value)
         with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            self._keep(key, value, weight)
         return value
 
     def get_or_add(self, key: Hashable, new: Callable[[], T]) -> T:
@@ -48,10 +56,29 @@ class RevisionCache(Generic[T]):
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key]
-            value = self._entries[key] = new()
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            value = new()
+            self._keep(key, value, 0 if self._weigh is None else self._weigh(value))
             return value
+
+    def _keep(self, key: Hashable, value: T, weight: int) -> None:
+        """Under the lock: `value` kept as the newest, the oldest dropped past the bounds."""
+        if self._budget is not None and weight > self._budget:
+            return
+        self._weight += weight - self._weights.pop(key, 0)
+        self._entries[key] = value
+        self._weights[key] = weight
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size or (
+            self._budget is not None and self._weight > self._budget
+        ):
+            dropped, _value = self._entries.popitem(last=False)
+            self._weight -= self._weights.pop(dropped)
+
+    @property
+    def weight(self) -> int:
+        """The kept entries' weights together."""
+        with self._lock:
+            return self._weight
 
     def __len__(self) -> int:
         with self._lock:
@@ -61,3 +88,5 @@ class RevisionCache(Generic[T]):
         """Drop every entry (tests)."""
         with self._lock:
             self._entries.clear()
+            self._weights.clear()
+            self._weight = 0
