@@ -14,6 +14,7 @@ from lwc_trio.memory.query.passages import (
     MIN_CUT,
     OUTLINE_UNITS,
     UNIT_MAX,
+    Unit,
     best_units,
     body_units,
     caps,
@@ -275,6 +276,28 @@ def test_caps_favour_the_best_page() -> None:
     assert got[0] == 10_000
     assert got == sorted(got, reverse=True)
     assert len(set(got)) == 5
+
+
+def test_plain_notes_are_not_split_for_the_section_evidence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A heading is `#`-marked: bodies without `#` (a Wiki of plain notes, Cranfield) have no
+    section to rank by, and `best_units` says so without splitting any of them; a body with
+    a `#` that is no heading is split to tell."""
+    split: list[str] = []
+    real = passages_module.split_units
+
+    def spy(body: str) -> tuple[Unit, ...]:
+        split.append(body)
+        return real(body)
+
+    monkeypatch.setattr(passages_module, "split_units", spy)
+    notes = ["Cancellation of a request.\n\nIt stops the search.", "Another note on cancel."]
+    assert best_units(notes, terms("cancellation")) == [None, None]
+    assert split == []
+    with_hash = "Cancellation in C# code.\n\n#hashtag, no heading."
+    assert best_units([*notes, with_hash], terms("cancellation")) == [None, None, None]
+    assert split == [with_hash]
 
 
 def test_a_page_below_the_first_weighs_less_than_its_score_ratio() -> None:

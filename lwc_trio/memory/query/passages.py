@@ -638,8 +638,9 @@ def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[
     """Each body's best unit score for `query`, all the bodies' units one collection (as
     `allot` scores them, which then counts nothing again): the section evidence of
     `evidence.rerank`; None for a body without headings, which has no section to rank by
-    (and, when no body has any, nothing is scored: a Wiki of plain notes)."""
-    if not any(unit.path for body in bodies for unit in split_units(body)):
+    (and, when no body has any, nothing is scored: a Wiki of plain notes). A heading is
+    `#`-marked (`markdown.heading`), so a body without `#` is not split to tell."""
+    if not any(unit.path for body in bodies if "#" in body for unit in split_units(body)):
         return [None] * len(bodies)
     analyses = [_analyzed(body) for body in bodies]
     scores = _pooled(analyses, query)
