@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import sys
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -26,6 +28,7 @@ from lwc_trio.memory.query.passages import (
     split_units,
 )
 from lwc_trio.memory.query.results import PageBody, dumps_compact, fit_pages, json_units
+from lwc_trio.memory.text.markdown import sections
 from lwc_trio.memory.text.tokenize import index_terms, parse_query, stem_words
 from lwc_trio.protocol.units import text_cost
 
@@ -306,7 +309,7 @@ def test_a_page_below_the_first_weighs_less_than_its_score_ratio() -> None:
     about the same score), never nothing; a fill-up without a score weighs by its rank."""
     got = priors([10.0, 8.0, 5.0, 0.0])
     assert got[0] == 1.0
-    assert 0.7 < got[1] < 0.8
+    assert got[1] == pytest.approx(0.8**1.25)
     assert 0.0 < got[2] < 0.5
     assert got[3] == 1.0 / 4
     assert got == sorted(got, reverse=True)
@@ -438,8 +441,9 @@ def _reference_scores(bodies: list[str], query: list[tuple[str, int]]) -> list[l
     for body in bodies:
         units = split_units(body)
         sizes.append(len(units))
+        room = passages_module.heads_room(body, len(units))
         for p in units:
-            heads = passages_module.heads_scored(p.path)
+            heads = passages_module.heads_scored(p.path, room)
             found = index_terms(heads + "\n" + body[p.start : p.end])
             lengths.append(len(found))
             docs.append({t: found.count(t) for t in set(found)})
@@ -590,45 +594,110 @@ def test_hostile_bodies_are_counted_in_one_pass(body: str, query_text: str) -> N
 
 
 def test_a_huge_heading_over_many_sections_is_counted_once_bounded() -> None:
-    """A heading of 1,200 words over 1,000 tiny sections (a hostile Page of 20 kB): each
-    unit counts its path up to `HEADS_SCORED_MAX` characters, so what the analysis keeps
-    stays a bounded multiple of the body, not of its sections times the heading."""
+    """A heading of 1,200 words over 1,000 tiny sections (a hostile Page of 12 kB): the
+    units share the body's heading room (`heads_room`), so the text analysed stays a few
+    times the body, not its sections times the heading (2 million characters before), and
+    the scores are the analyzer's with that room."""
     body = "# " + " ".join(f"w{i}" for i in range(1_200)) + "\n"
     body += "".join(f"## s{i}\nx\n" for i in range(1_000))
     analysis = passages_module._analysis(body)
     texts = analysis[3]
     assert texts is not None
     assert len(analysis[0]) == 1_000
-    cap = 1_000 * (passages_module.HEADING_WEIGHT * (passages_module.HEADS_SCORED_MAX + 1) + 8)
-    assert len(texts.text) <= cap
+    weight = passages_module.HEADING_WEIGHT
+    bound = (weight + 1) * len(body) + weight * passages_module.HEADS_SCORED_MAX + 4_000
+    assert len(texts.text) <= bound
     query = terms("w5 s7")
     assert _pooled([body], query) == _reference_scores([body], query)
 
 
-def _one_heading_over_tiny_sections(seed: int) -> str:
-    """A hostile Page of 20 kB: one heading of ~1,000 characters of distinct words over
-    1,800 sections of a word each; each unit counts the whole heading."""
-    head = " ".join(f"h{seed}x{i}" for i in range(200))[:995]
-    return f"# {head}\n\n" + "".join(f"## s\nw{i}\n" for i in range(1_800))
-
-
-def test_what_the_analyses_keep_is_bounded_by_size_not_only_by_count() -> None:
-    """Six hostile Pages asked about twice each: each analysis holds 3.6 million characters
-    (its 1,800 units count the heading), and about 10 MB once counted by term, so 1,024 of
-    them, the count bound, would be gigabytes. What the kept analyses hold stays within
-    `ANALYSES_BUDGET` characters (counted on the live objects), and a Page whose analysis
-    was dropped scores as before."""
-    bodies = [_one_heading_over_tiny_sections(seed) for seed in range(6)]
-    first, second = terms("w5 s7"), terms("w9 shard")
-    scores = [best_units([body], first) for body in bodies]
-    for body in bodies:
-        best_units([body], second)
-    gc.collect()
-    kept = sum(
-        len(texts.text) for texts in gc.get_objects() if isinstance(texts, passages_module._Texts)
+def test_a_real_pages_heading_path_is_never_cut_by_the_room() -> None:
+    """The room is for hostile Pages: a long reference Page of many sections (the issue's
+    cargo-like shape) and a stub under a long title count every path whole."""
+    reference = "# Configuration reference\n\n" + "".join(
+        f"## Section {i}\n\n### `option.name.number{i}` (deprecated alias)\n\n"
+        f"Sets what option {i} does, its default and its environment variable.\n\n"
+        for i in range(150)
     )
-    assert kept <= passages_module.ANALYSES_BUDGET, f"{kept:,} characters kept"
-    assert [best_units([body], first) for body in bodies] == scores
+    stub = "# " + "A very long title of a stub page " * 20 + "\n\nTBD.\n"
+    for body in (reference, stub):
+        units = split_units(body)
+        room = passages_module.heads_room(body, len(units))
+        assert all(len(" ".join(unit.path)) <= room for unit in units)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "# " + "h1x " * 250 + "\n\n" + "".join(f"## s\nw{i} v{i}\n" for i in range(900)),
+        "#\nD\n" * 2_500,
+        "# T\n\n" + " ".join(f"{chr(97 + i % 26)}{i}q{i * 7}" for i in range(1_500)),
+        "é" + "".join(f"## s{i}\nw{i}\n" for i in range(900)),
+        "".join(f"## 节{i}\n\n" + "".join(chr(0x4E00 + (i * 97 + j * 31) % 20_000) for j in range(700))
+                + "\n\n" for i in range(14)),
+        "".join(f"## 节\n{chr(0x4E00 + i)}{chr(0x4E00 + i * 7 % 20_000)}\n" for i in range(1_200)),
+    ],
+    ids=["long-heading-tiny-sections", "empty-headings", "distinct-words", "non-ascii-tiny",
+         "cjk", "cjk-tiny-sections"],
+)  # fmt: skip
+def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
+    """`_weight`, what the kept analyses are bounded by (`ANALYSES_BUDGET`), is an upper
+    bound of what an analysis keeps once asked about twice (its counts by term built), for
+    the shapes that made a body keep a hundred times its size: measured with tracemalloc,
+    the process's stem cache (bounded on its own) warmed first."""
+    body = shape[:20_000]
+    stem_words(body.lower().translate(passages_module._ALNUM).split())
+    split_units.cache_clear()
+    sections.cache_clear()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        analysis = passages_module._analysis(body)
+        for asked in (["s", "w5", "v7"], ["h1x", "d", "shard"], ["节", "中"]):
+            passages_module._query_counts(analysis, asked)
+        split_units.cache_clear()
+        sections.cache_clear()
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before + sys.getsizeof(body)
+    finally:
+        tracemalloc.stop()
+    assert kept <= passages_module._weight(body, analysis)
+
+
+def _cjk_page(seed: int) -> str:
+    """20 sections of 1,000 CJK characters: about 5 MB of analysis (each character and pair
+    a term of its own)."""
+    return "".join(
+        f"## 节{i}\n"
+        + "".join(chr(0x4E00 + (seed * 7_919 + i * 1_543 + j * 97) % 20_000) for j in range(1_000))
+        + "\n"
+        for i in range(20)
+    )
+
+
+def test_the_kept_analyses_stay_within_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More Pages asked about than their analyses' budget holds: what is kept weighs at most
+    `ANALYSES_BUDGET`, the newest is kept (asked again, it is not analysed again), the
+    oldest was dropped (it is), and scores as before."""
+    one = passages_module._weight(_cjk_page(0), passages_module._analysis(_cjk_page(0)))
+    count = passages_module.ANALYSES_BUDGET // one + 2
+    bodies = [_cjk_page(seed) for seed in range(count)]
+    query = terms("节 中")
+    first = [best_units([body], query) for body in bodies]
+    assert 0 < passages_module._ANALYSES.weight <= passages_module.ANALYSES_BUDGET
+    analysed: list[str] = []
+    real = passages_module._analysis
+
+    def spy(body: str) -> passages_module.Analysis:
+        analysed.append(body)
+        return real(body)
+
+    monkeypatch.setattr(passages_module, "_analysis", spy)
+    assert best_units([bodies[-1]], query) == first[-1]
+    assert analysed == []
+    assert best_units([bodies[0]], query) == first[0]
+    assert analysed == [bodies[0]]
 
 
 def test_a_huge_heading_still_lets_its_section_come() -> None:

@@ -36,6 +36,7 @@ import collections
 import functools
 import itertools
 import re
+import sys
 from collections.abc import Iterator, Sequence
 
 import attrs
@@ -88,9 +89,10 @@ HEADING_WEIGHT = 2
 is about, as a title does a Page (the search weighs titles 8 to a body's 1)."""
 HEADS_SCORED_MAX = 1_000
 """Characters of a unit's heading path (its headings joined, outermost first) counted in its
-score: real paths are a few hundred at most, and a hostile Page of a thousand tiny sections
-under one huge heading would otherwise copy that heading into every unit's analysis (18 MB
-kept, and seconds to count, for a 20 kB body)."""
+score at most: real paths are a few hundred at most. A body's units share a room besides
+(`heads_room`): a hostile Page of a thousand tiny sections under one huge heading would
+otherwise copy that heading into every unit's analysis (18 MB kept, and seconds to count,
+for a 20 kB body)."""
 PATH_DEPTH = 3
 """Headings in a passage's path at most: its section's and two ancestors (SPEC §4)."""
 PATH_ITEM_MAX = 100
@@ -290,21 +292,27 @@ Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], 
 from its texts, `_query_counts`), each one's length in terms, and the texts (an ASCII body,
 `_ascii_analysis`) or None."""
 ANALYSES_MAX = 1024
-ANALYSES_BUDGET = 8_000_000
+ANALYSES_BUDGET = 64 * 2**20
 """Analyses kept: those of the last `ANALYSES_MAX` bodies asked about, at most this many
-analysed characters together (`_weight`: each unit's text and its heading path as counted,
-about 4 bytes kept a character once a body is asked about twice). Bounded by size, not only
-by count: a body of many short sections under one long heading analyses to a hundred times
-its length (its units each count the heading, `heads_scored`), so 1,024 such Pages of a
-cloned store would have kept gigabytes."""
+bytes together as `_weight` estimates them (from above: the body, its units, its folded text
+and every term its units can be counted by)."""
+UNIT_BYTES = 640
+"""What one unit of an analysis keeps beyond its text and terms: its `Unit`, offsets and
+length, and its counts by term (an empty dict already takes a few hundred bytes)."""
+TERM_BYTES = 128
+"""What one term of a unit's counts keeps: a dict entry, and its own string (a CJK
+character or pair; an English stem is most often shared with the process's stem cache)."""
 
 
-def _weight(analysis: Analysis) -> int:
-    """The characters `analysis` counted: each unit's text and its heading path as scored."""
-    units, _counts, _lengths, texts = analysis
-    if texts is not None:
-        return len(texts.text)
-    return sum(unit.end - unit.start + len(heads_scored(unit.path)) + 2 for unit in units)
+def _weight(body: str, analysis: Analysis) -> int:
+    """Bytes kept by `analysis` of `body` (and `body`, the cache's key), estimated from
+    above: each unit's share (`UNIT_BYTES`) and each term it is counted by (`TERM_BYTES`: an
+    ASCII body's counts by term come later, `_query_counts`, and hold at most its words less
+    the stop words, its `lengths`), the folded text."""
+    units, counts, lengths, texts = analysis
+    terms = sum(lengths) if texts is not None else sum(map(len, counts))
+    text = sys.getsizeof(texts.text) if texts is not None else 0
+    return sys.getsizeof(body) + text + UNIT_BYTES * len(units) + TERM_BYTES * terms
 
 
 _ANALYSES: RevisionCache[tuple[Analysis, int]] = RevisionCache(
@@ -319,15 +327,25 @@ def _analyzed(body: str) -> Analysis:
 
     def build() -> tuple[Analysis, int]:
         analysis = _analysis(body)
-        return analysis, _weight(analysis)
+        return analysis, _weight(body, analysis)
 
     return _ANALYSES.get_or_build(body, build)[0]
 
 
-def heads_scored(path: Sequence[str]) -> str:
-    """What of a unit's heading `path` its score counts: the headings joined, cut to
-    `HEADS_SCORED_MAX` characters, `HEADING_WEIGHT` times."""
-    return " ".join([" ".join(path)[:HEADS_SCORED_MAX]] * HEADING_WEIGHT)
+def heads_room(body: str, units: int) -> int:
+    """How many characters of its heading path each of `body`'s `units` counts: up to
+    `HEADS_SCORED_MAX`, and no more than the body's length (plus `HEADS_SCORED_MAX`) for
+    all of them together, so that what a body is analysed into stays a few times its size.
+    A real Page's paths take a third of its length at most (the documentation set, the host
+    Wiki, the scale corpus): the room never cuts one; a hostile Page of thousands of
+    one-word sections under one long heading has each count a few characters of it."""
+    return min(HEADS_SCORED_MAX, (len(body) + HEADS_SCORED_MAX) // max(units, 1))
+
+
+def heads_scored(path: Sequence[str], room: int = HEADS_SCORED_MAX) -> str:
+    """What of a unit's heading `path` its score counts: the headings joined, cut to `room`
+    characters (`heads_room`), `HEADING_WEIGHT` times."""
+    return " ".join([" ".join(path)[:room]] * HEADING_WEIGHT)
 
 
 def _analysis(body: str) -> Analysis:
@@ -336,8 +354,9 @@ def _analysis(body: str) -> Analysis:
         return _ascii_analysis(body, passages)
     counts: list[dict[str, int]] = []
     lengths: list[int] = []
+    room = heads_room(body, len(passages))
     for passage in passages:
-        heads = heads_scored(passage.path)
+        heads = heads_scored(passage.path, room)
         terms = index_terms(heads + "\n" + body[passage.start : passage.end])
         lengths.append(len(terms))
         counts.append(collections.Counter(terms))
@@ -362,10 +381,11 @@ def _ascii_analysis(body: str, passages: tuple[Unit, ...]) -> Analysis:
     starts: list[int] = []
     at = 0
     lengths: list[int] = []
+    room = heads_room(body, len(passages))
     for passage in passages:
         head = heads.get(passage.path)
         if head is None:
-            head = heads_scored(passage.path).lower().translate(_ALNUM)
+            head = heads_scored(passage.path, room).lower().translate(_ALNUM)
             heads[passage.path] = head
         text = f" {head} {low[passage.start : passage.end]} "
         texts.append(text)
@@ -433,6 +453,7 @@ def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str
             for text in texts.passages()
         )
         texts.by_term = by_term  # complete before it is seen; threads may build it twice
+        texts.last = None  # counted by term from now on
         return by_term
     texts.used = True
     found = _words_like(texts, terms)
