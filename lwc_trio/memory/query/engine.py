@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from lwc_trio.exceptions import ForeignStoreError, MemoryCancelled, StoreChanged, StoreError
+from lwc_trio.memory.format.cache import RevisionCache
 from lwc_trio.memory.format.typo_index import WordIndex
 from lwc_trio.memory.format.typo_index import request as typo_request
 from lwc_trio.memory.query.bounds import bound_body, bound_neighborhood, bound_row
@@ -35,7 +36,6 @@ from lwc_trio.memory.query.results import (
     read_hits,
 )
 from lwc_trio.memory.query.search import Hit, load_degrees, search_store
-from lwc_trio.memory.storage.cache import RevisionCache
 from lwc_trio.memory.storage.discovery import StoreRef, project_store_above
 from lwc_trio.memory.storage.handles import Handles
 from lwc_trio.memory.storage.pool import Reader, checkin, checkout

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 import collections
-import functools
 import itertools
 import re
 import sys
@@ -41,9 +40,16 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
+from lwc_trio.memory.format.cache import Memo, RevisionCache
 from lwc_trio.memory.query.scoring import DEFAULT_RANKING, idf
-from lwc_trio.memory.storage.cache import RevisionCache
-from lwc_trio.memory.text.markdown import blocks, cut_points, introduces, sections
+from lwc_trio.memory.text.markdown import (
+    PARSED_BUDGET,
+    PARSED_MAX,
+    blocks,
+    cut_points,
+    introduces,
+    sections,
+)
 from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, known_stems, stem_words
 from lwc_trio.protocol.units import cost
 
@@ -194,8 +200,7 @@ def _skip_space(text: str, at: int) -> int:
     return at
 
 
-@functools.lru_cache(maxsize=64)
-def split_units(body: str) -> tuple[Unit, ...]:
+def _split_units(body: str) -> tuple[Unit, ...]:
     """The units of `body` in document order (see the module docstring)."""
     units: list[Unit] = []
     found = sections(body)
@@ -207,6 +212,19 @@ def split_units(body: str) -> tuple[Unit, ...]:
         for index, (start, end) in enumerate(_pieces(text, most)):
             units.append(Unit(section.text + start, section.text + end, section.path, index == 0))
     return tuple(units)
+
+
+UNIT_OBJECT_BYTES = 160
+"""A `Unit` in `split_units`'s keeping, at most (its heading path is its section's)."""
+
+
+def _units_weight(body: str, units: tuple[Unit, ...]) -> int:
+    return sys.getsizeof(body) + UNIT_OBJECT_BYTES * len(units)
+
+
+split_units: Memo[str, tuple[Unit, ...]] = Memo(
+    _split_units, PARSED_MAX, PARSED_BUDGET, _units_weight
+)
 
 
 def _title_key(text: str) -> str:

@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 
 import attrs
 
+from lwc_trio.memory.format.cache import RevisionCache
 from lwc_trio.memory.format.schema import placeholders
 from lwc_trio.memory.format.slugs import PROVENANCE_ORDER, order_provenance
 from lwc_trio.memory.query.passages import Slot, allot, cost, outline, priors
 from lwc_trio.memory.query.passages import caps as page_caps
 from lwc_trio.memory.query.search import Hit
-from lwc_trio.memory.storage.cache import RevisionCache
 from lwc_trio.memory.text.fields import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.text.markdown import attribute_free, sections
 from lwc_trio.memory.text.tokenize import is_cjk

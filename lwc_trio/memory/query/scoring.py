@@ -24,8 +24,8 @@ import attrs
 
 from lwc_trio.exceptions import MemoryCancelled, StoreError
 from lwc_trio.memory.format import segments as segment_rows
+from lwc_trio.memory.format.cache import RevisionCache
 from lwc_trio.memory.format.postings import decode_postings, posting_count
-from lwc_trio.memory.storage.cache import RevisionCache
 
 __all__ = [
     "DEFAULT_RANKING",

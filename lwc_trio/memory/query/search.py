@@ -32,6 +32,7 @@ from typing import TypeVar
 import attrs
 
 from lwc_trio.memory.format import segments as segment_rows
+from lwc_trio.memory.format.cache import RevisionCache
 from lwc_trio.memory.format.schema import placeholders
 from lwc_trio.memory.format.typo_index import BoundIndex, WordIndex
 from lwc_trio.memory.query.fuzzy import (
@@ -62,7 +63,6 @@ from lwc_trio.memory.query.scoring import (
     too_many_segments,
     vector_for,
 )
-from lwc_trio.memory.storage.cache import RevisionCache
 from lwc_trio.memory.text.fields import GENERIC_TERMS
 from lwc_trio.memory.text.tokenize import QueryTerm
 

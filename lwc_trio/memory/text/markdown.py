@@ -18,12 +18,14 @@ costs); every loop is bounded by the body's lines. Sans-IO: used by the read sid
 from __future__ import annotations
 
 import bisect
-import functools
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 import attrs
+
+from lwc_trio.memory.format.cache import Memo
 
 __all__ = [
     "Block",
@@ -167,8 +169,7 @@ def _marked_lines(body: str) -> Iterator[tuple[int, str]]:
         yield start, body[start : end.start() if end else len(body)]
 
 
-@functools.lru_cache(maxsize=64)
-def sections(body: str) -> tuple[Section, ...]:
+def _sections(body: str) -> tuple[Section, ...]:
     """The sections of `body` in document order; the preamble only when it holds text."""
     found: list[tuple[int, int, int, str]] = []  # (start, text start, level, title)
     fence: tuple[str, int] | None = None
@@ -374,8 +375,7 @@ def _continues_paragraph(line: str) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def blocks(text: str) -> tuple[Block, ...]:
+def _blocks(text: str) -> tuple[Block, ...]:
     """The blocks of `text` (a section's content), in order; offsets are into `text`."""
     lines: list[str] = []
     offsets: list[int] = []
@@ -394,6 +394,33 @@ def blocks(text: str) -> tuple[Block, ...]:
         out.append(Block(offsets[index], offsets[last] + len(lines[last]), kind))
         index = scanner._next_text(after)
     return tuple(out)
+
+
+PARSED_MAX = 64
+"""Bodies (and section texts) whose sections (and blocks) are kept, at most."""
+PARSED_BUDGET = 16 * 2**20
+"""Bytes the kept sections, and apart from them the kept blocks, take at most, as estimated
+(`SECTION_BYTES`, `BLOCK_BYTES`, the text they were found in): a Page of one-line sections
+parses into a hundred times its size."""
+SECTION_BYTES = 512
+"""A `Section` and its heading path, at most (its headings' own text is counted with the
+body's: each heading is one string, shared by the paths below it)."""
+BLOCK_BYTES = 160
+"""A `Block`, at most."""
+
+
+def _sections_weight(body: str, found: tuple[Section, ...]) -> int:
+    return 2 * sys.getsizeof(body) + SECTION_BYTES * len(found)
+
+
+def _blocks_weight(text: str, found: tuple[Block, ...]) -> int:
+    return sys.getsizeof(text) + BLOCK_BYTES * len(found)
+
+
+sections: Memo[str, tuple[Section, ...]] = Memo(
+    _sections, PARSED_MAX, PARSED_BUDGET, _sections_weight
+)
+blocks: Memo[str, tuple[Block, ...]] = Memo(_blocks, PARSED_MAX, PARSED_BUDGET, _blocks_weight)
 
 
 def cut_points(text: str) -> tuple[int, ...]:

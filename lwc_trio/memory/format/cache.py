@@ -1,5 +1,7 @@
 """Small thread-safe LRU caches for per-store derived data (title index, link degrees) and
-for what the read side derives from Page bodies, bounded by count and, where told, by size.
+for what is derived from Page text (sections, blocks, units, analyses: `Memo`), bounded by
+count and, where told, by size. Here, on the memory plane's floor, so that the text analysis
+above it can use them too.
 
 Per-store keys include the store path, `store_id` and `store_revision`, so a CLI write (which
 bumps the revision) is seen by the next query without any invalidation message, and a copied
@@ -14,8 +16,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["RevisionCache"]
+__all__ = ["Memo", "RevisionCache"]
 
+K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 
@@ -90,3 +93,42 @@ class RevisionCache(Generic[T]):
             self._entries.clear()
             self._weights.clear()
             self._weight = 0
+
+
+class Memo(Generic[K, T]):
+    """`fn` of one argument, remembered like `functools.lru_cache` for the last `size`
+    arguments, and besides within `budget` bytes as `weigh(argument, value)` estimates the
+    entry (its key included): what a Page's text is parsed into can be a hundred times its
+    size (a section or block per line), so a count alone bounds nothing."""
+
+    def __init__(
+        self, fn: Callable[[K], T], size: int, budget: int, weigh: Callable[[K, T], int]
+    ) -> None:
+        self._fn = fn
+        self._weigh = weigh
+        self._cache: RevisionCache[tuple[T, int]] = RevisionCache(size, budget, _second)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, key: K) -> T:
+        return self._cache.get_or_build(key, lambda: self._build(key))[0]
+
+    def _build(self, key: K) -> tuple[T, int]:
+        value = self._fn(key)
+        return value, self._weigh(key, value)
+
+    @property
+    def weight(self) -> int:
+        """The kept entries' estimated bytes together."""
+        return self._cache.weight
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def cache_clear(self) -> None:
+        """Drop every entry (tests; `functools.lru_cache`'s name)."""
+        self._cache.clear()
+
+
+def _second(kept: tuple[object, int]) -> int:
+    return kept[1]
