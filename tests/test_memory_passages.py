@@ -595,35 +595,48 @@ def test_hostile_bodies_are_counted_in_one_pass(body: str, query_text: str) -> N
 
 def test_a_huge_heading_over_many_sections_is_counted_once_bounded() -> None:
     """A heading of 1,200 words over 1,000 tiny sections (a hostile Page of 12 kB): the
-    units share the body's heading room (`heads_room`), so the text analysed stays a few
-    times the body, not its sections times the heading (2 million characters before), and
-    the scores are the analyzer's with that room."""
+    units share the body's heading room (`heads_room`), so the text analysed stays within a
+    few times the body, not its sections times the heading (2 million characters before),
+    and the scores are the analyzer's with that room."""
     body = "# " + " ".join(f"w{i}" for i in range(1_200)) + "\n"
     body += "".join(f"## s{i}\nx\n" for i in range(1_000))
     analysis = passages_module._analysis(body)
     texts = analysis[3]
     assert texts is not None
     assert len(analysis[0]) == 1_000
-    weight = passages_module.HEADING_WEIGHT
-    bound = (weight + 1) * len(body) + weight * passages_module.HEADS_SCORED_MAX + 4_000
+    room = passages_module.HEADS_ROOM_FACTOR * (len(body) + passages_module.HEADS_SCORED_MAX)
+    bound = len(body) + passages_module.HEADING_WEIGHT * room + 32 * len(analysis[0])
     assert len(texts.text) <= bound
     query = terms("w5 s7")
     assert _pooled([body], query) == _reference_scores([body], query)
 
 
 def test_a_real_pages_heading_path_is_never_cut_by_the_room() -> None:
-    """The room is for hostile Pages: a long reference Page of many sections (the issue's
-    cargo-like shape) and a stub under a long title count every path whole."""
+    """The room is for hostile Pages: a long reference Page of many sections, terse option
+    references, a glossary under a long title and a stub count every path whole, and the
+    option asked about is the best unit of its reference."""
     reference = "# Configuration reference\n\n" + "".join(
         f"## Section {i}\n\n### `option.name.number{i}` (deprecated alias)\n\n"
         f"Sets what option {i} does, its default and its environment variable.\n\n"
         for i in range(150)
     )
+    terse = "# Configuration reference for the server and its command line interface\n\n"
+    for table in ("server", "storage", "network", "import"):
+        terse += f"## `[{table}]` table options\n\n"
+        terse += "".join(
+            f"### `{table}.option_{k}_{name}`\n\nType: bool. Default: false.\n\n"
+            for k, name in enumerate(["heartbeat_interval", "retry", "timeout", "limit"] * 6)
+        )
+    glossary = "# Glossary of the terms used throughout the storage engine documentation\n\n"
+    glossary += "".join(f"## {c}\n\n### {c}term\n\nWhat {c}term means.\n\n" for c in "ABCDEFGHIJ")
     stub = "# " + "A very long title of a stub page " * 20 + "\n\nTBD.\n"
-    for body in (reference, stub):
+    for body in (reference, terse, glossary, stub):
         units = split_units(body)
         room = passages_module.heads_room(body, len(units))
         assert all(len(" ".join(unit.path)) <= room for unit in units)
+    units = split_units(terse)
+    best = _pooled([terse], terms("network heartbeat interval"))[0]
+    assert "network.option_0_heartbeat_interval" in units[best.index(max(best))].path[-1]
 
 
 @pytest.mark.parametrize(

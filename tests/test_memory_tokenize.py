@@ -166,3 +166,18 @@ def test_the_term_limit_shortcut_never_lets_too_many_terms_through(parts: list[s
     text = "".join(parts)
     if surely_within_term_limit(text):
         assert len(tokenize(text)) <= MAX_TERMS
+
+
+def test_a_run_of_letters_is_stemmed_but_not_kept() -> None:
+    """The process's stem cache keeps words of at most 64 characters: a Page can be one run
+    of 100,000 letters (1,000 such Pages grew the cache by 205 MB), and no English word is
+    that long. The long word is still stemmed, each time."""
+    import Stemmer
+
+    from lwc_trio.memory.text import tokenize
+
+    long_word = "stemmings" * 20
+    snowball = Stemmer.Stemmer("english").stemWord(long_word)
+    assert tokenize.stem_words([long_word, "caching"]) == [snowball, "cach"]
+    assert long_word not in tokenize._STEMS
+    assert tokenize._STEMS["caching"] == "cach"

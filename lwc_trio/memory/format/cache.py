@@ -1,6 +1,6 @@
 """Small thread-safe LRU caches for per-store derived data (title index, link degrees) and
-for what is derived from Page text (sections, blocks, units, analyses: `Memo`), bounded by
-count and, where told, by size. Here, on the memory plane's floor, so that the text analysis
+for what is derived from Page text (sections, blocks and units: `Memo`; the analyses), bounded
+by count and, where told, by size. Here, on the memory plane's floor, so that the text analysis
 above it can use them too.
 
 Per-store keys include the store path, `store_id` and `store_revision`, so a CLI write (which

@@ -219,7 +219,15 @@ UNIT_OBJECT_BYTES = 160
 
 
 def _units_weight(body: str, units: tuple[Unit, ...]) -> int:
-    return sys.getsizeof(body) + UNIT_OBJECT_BYTES * len(units)
+    return sys.getsizeof(body) + UNIT_OBJECT_BYTES * len(units) + _paths_bytes(units)
+
+
+def _paths_bytes(units: Sequence[Unit]) -> int:
+    """The bytes of `units`' heading paths, each tuple and heading counted once: they are
+    the sections' (`markdown.sections`), which can be dropped before the units are."""
+    paths = {id(unit.path): unit.path for unit in units}.values()
+    heads = {id(head): head for path in paths for head in path}.values()
+    return sum(map(sys.getsizeof, paths)) + sum(map(sys.getsizeof, heads))
 
 
 split_units: Memo[str, tuple[Unit, ...]] = Memo(
@@ -317,6 +325,8 @@ and every term its units can be counted by)."""
 UNIT_BYTES = 640
 """What one unit of an analysis keeps beyond its text and terms: its `Unit`, offsets and
 length, and its counts by term (an empty dict already takes a few hundred bytes)."""
+ANALYSIS_BYTES = 4096
+"""What an analysis keeps whatever its size: its tuples, its texts' object, a stem or two."""
 TERM_BYTES = 128
 """What one term of a unit's counts keeps: a dict entry, and its own string (a CJK
 character or pair; an English stem is most often shared with the process's stem cache)."""
@@ -324,13 +334,24 @@ character or pair; an English stem is most often shared with the process's stem 
 
 def _weight(body: str, analysis: Analysis) -> int:
     """Bytes kept by `analysis` of `body` (and `body`, the cache's key), estimated from
-    above: each unit's share (`UNIT_BYTES`) and each term it is counted by (`TERM_BYTES`: an
-    ASCII body's counts by term come later, `_query_counts`, and hold at most its words less
-    the stop words, its `lengths`), the folded text."""
+    above: each unit's share (`UNIT_BYTES`), its heading path, each term it is counted by
+    (`TERM_BYTES`: an ASCII body's counts by term come later, `_query_counts`, and hold at
+    most its words less the stop words, its `lengths`), and the text analysed twice over: as
+    folded, and as the characters of terms too long for `TERM_BYTES` (a run of letters)."""
     units, counts, lengths, texts = analysis
-    terms = sum(lengths) if texts is not None else sum(map(len, counts))
-    text = sys.getsizeof(texts.text) if texts is not None else 0
-    return sys.getsizeof(body) + text + UNIT_BYTES * len(units) + TERM_BYTES * terms
+    if texts is not None:
+        terms = sum(lengths)
+        text = 2 * sys.getsizeof(texts.text)
+    else:
+        terms = sum(map(len, counts))
+        heads = min(
+            HEADS_ROOM_FACTOR * (len(body) + HEADS_SCORED_MAX), HEADS_SCORED_MAX * len(units)
+        )
+        chars = sum(unit.end - unit.start for unit in units) + HEADING_WEIGHT * heads
+        text = chars * (sys.getsizeof(body) // max(len(body), 1) + 1)
+    paths = _paths_bytes(units)
+    fixed = ANALYSIS_BYTES + sys.getsizeof(body) + text + paths
+    return fixed + UNIT_BYTES * len(units) + TERM_BYTES * terms
 
 
 _ANALYSES: RevisionCache[tuple[Analysis, int]] = RevisionCache(
@@ -350,20 +371,28 @@ def _analyzed(body: str) -> Analysis:
     return _ANALYSES.get_or_build(body, build)[0]
 
 
+HEADS_ROOM_FACTOR = 4
+"""A body's units count at most this many times the body's length (plus `HEADS_SCORED_MAX`)
+of heading paths together (`heads_room`)."""
+
+
 def heads_room(body: str, units: int) -> int:
     """How many characters of its heading path each of `body`'s `units` counts: up to
-    `HEADS_SCORED_MAX`, and no more than the body's length (plus `HEADS_SCORED_MAX`) for
-    all of them together, so that what a body is analysed into stays a few times its size.
-    A real Page's paths take a third of its length at most (the documentation set, the host
-    Wiki, the scale corpus): the room never cuts one; a hostile Page of thousands of
-    one-word sections under one long heading has each count a few characters of it."""
-    return min(HEADS_SCORED_MAX, (len(body) + HEADS_SCORED_MAX) // max(units, 1))
+    `HEADS_SCORED_MAX`, and together no more than `HEADS_ROOM_FACTOR` times the body's
+    length plus that, so that what a body is analysed into stays a few times its size. A
+    real Page's paths take a third of its length at most, terse references (an option per
+    line under long headings, a glossary, an FAQ) a few times it: the room cuts none of
+    them; a hostile Page of thousands of one-word sections under one long heading has each
+    count a few characters of it."""
+    room = (HEADS_ROOM_FACTOR * (len(body) + HEADS_SCORED_MAX)) // max(units, 1)
+    return min(HEADS_SCORED_MAX, room)
 
 
 def heads_scored(path: Sequence[str], room: int = HEADS_SCORED_MAX) -> str:
-    """What of a unit's heading `path` its score counts: the headings joined, cut to `room`
-    characters (`heads_room`), `HEADING_WEIGHT` times."""
-    return " ".join([" ".join(path)[:room]] * HEADING_WEIGHT)
+    """What of a unit's heading `path` its score counts: the headings joined, their last
+    `room` characters (`heads_room`: the section's own heading first of all, then its
+    nearest ancestors), `HEADING_WEIGHT` times."""
+    return " ".join([" ".join(path)[-room:]] * HEADING_WEIGHT)
 
 
 def _analysis(body: str) -> Analysis:

@@ -87,9 +87,12 @@ _SPELL_OUT = str.maketrans(
 _local = threading.local()
 # word -> stem, shared by all threads (dict reads and writes are atomic). Snowball costs about
 # a microsecond a word; a Wiki's vocabulary is small next to its text, so most words are
-# stemmed once per process. Cleared when it grows past `_STEM_CACHE_MAX` words.
+# stemmed once per process. Cleared when it grows past `_STEM_CACHE_MAX` words; a word longer
+# than `_STEM_CACHE_WORD` characters (no English word, but a hostile Page can be one run of
+# letters) is stemmed each time instead, so the cache's size is bounded too.
 _STEMS: dict[str, str] = {}
 _STEM_CACHE_MAX = 500_000
+_STEM_CACHE_WORD = 64
 
 
 def _stemmer() -> Stemmer.Stemmer:
@@ -107,7 +110,9 @@ def stem_words(words: list[str]) -> list[str]:
     stems = list(map(cache.get, words))
     if all(stems):  # every word seen before (no stem is empty): the usual case
         return stems  # type: ignore[return-value]
-    missing = [word for word in dict.fromkeys(words) if word not in cache]
+    missing = [
+        word for word in dict.fromkeys(words) if len(word) <= _STEM_CACHE_WORD and word not in cache
+    ]
     if missing:
         if len(cache) > _STEM_CACHE_MAX:
             cache.clear()
