@@ -392,7 +392,8 @@ def heads_scored(path: Sequence[str], room: int = HEADS_SCORED_MAX) -> str:
     """What of a unit's heading `path` its score counts: the headings joined, their last
     `room` characters (`heads_room`: the section's own heading first of all, then its
     nearest ancestors), `HEADING_WEIGHT` times."""
-    return " ".join([" ".join(path)[-room:]] * HEADING_WEIGHT)
+    joined = " ".join(path)
+    return " ".join([joined[max(len(joined) - room, 0) :]] * HEADING_WEIGHT)
 
 
 def _analysis(body: str) -> Analysis:
