@@ -13,6 +13,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ INSIDE = "inside_marker_7c1e"
 OUTSIDE = "outside_secret_9f2a"
 SWAP_SECONDS = 15.0
 """How long the swapper runs: long enough for hundreds of calls to race it."""
+SETTLE_SECONDS = 30.0
+"""How long, once the tree is stable, CodeGraph may take to refresh an index the swap left
+stale (docs/security.md, "What remains"): a fresh child's catch-up sync serves the call after
+3 s and finishes in the background; while a writer lock of another process still looks held,
+children exit at start (an `error`) until one can take it."""
 
 
 def _source(marker: str) -> str:
@@ -247,12 +253,22 @@ def test_swapping_the_tree_mid_call_never_leaks_outside_code(
     # discarded answer whose child opened the outside index also costs a fresh child).
     assert states.get("ready", 0) + states.get("error", 0) >= 10, states
 
-    # Once the tree is stable again, the plane serves the inside project as before.
-    after = _code(server.explore(project_path))
-    why = (after, _index_facts(trees.workspace / "a" / "proj"), states, swapper_log)
-    assert after["state"] == "ready", why
-    assert INSIDE in after["text"], why
-    assert OUTSIDE not in after["text"]
+    # Once the tree is stable again, the plane serves the inside project as before. A child
+    # killed mid-sync may have recorded what the swapped path showed (nothing: the index
+    # emptied) in the inside index; the next refresh of the stable tree repairs it. Until
+    # then answers may miss the symbol, but never leak, and the repair must come.
+    settled: list[tuple[float, str, bool, Any]] = []
+    start = time.monotonic()
+    while True:
+        after = _code(server.explore(project_path))
+        assert OUTSIDE not in json.dumps(after), after
+        repaired = after["state"] == "ready" and INSIDE in after["text"]
+        facts = _index_facts(trees.workspace / "a" / "proj")
+        settled.append((round(time.monotonic() - start, 1), after["state"], repaired, facts))
+        if repaired:
+            break
+        assert time.monotonic() - start < SETTLE_SECONDS, (after, settled, states, swapper_log)
+        time.sleep(0.5)
 
 
 def _index_facts(project: Path) -> dict[str, Any]:
