@@ -7,7 +7,7 @@ import sys
 import tracemalloc
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lwc_trio.memory.query import passages as passages_module
@@ -487,6 +487,34 @@ def test_ascii_bodies_score_as_the_analyzer_counts_their_units(
     assert _pooled(bodies, query) == _reference_scores(bodies, query)
 
 
+_OTHER_WORD = _WORD | st.sampled_from(
+    ["Éclair", "straße", "naïve", "哈哈哈", "配置", "中文字", "é"]
+)
+_OTHER_BLOCK = st.one_of(
+    st.lists(_OTHER_WORD, min_size=1, max_size=12).map(" ".join),
+    st.lists(_OTHER_WORD, min_size=1, max_size=6).map(lambda ws: "## " + "".join(ws)),
+    st.text("哈配置中文字é a", min_size=1, max_size=900),
+)
+
+
+@given(
+    st.lists(
+        st.lists(_OTHER_BLOCK, min_size=1, max_size=8).map(lambda bs: "é " + "\n\n".join(bs)),
+        min_size=1,
+        max_size=3,
+    ),
+    st.lists(_OTHER_WORD, min_size=1, max_size=4).map(" ".join),
+)
+@example(["é\n\nÉclair Éclair éclair, an éclair\n\n## Straße\n\n哈哈哈哈 straße"], "eclair 哈哈")
+def test_other_bodies_score_as_the_analyzer_counts_their_units(
+    bodies: list[str], query_text: str
+) -> None:
+    """Non-ASCII bodies, CJK or not, counted from their terms' string (a repeated CJK pair
+    such as 哈哈 overlapping itself), then by term: the analyzer's counts."""
+    query = terms(query_text)
+    assert _pooled(bodies, query) == _reference_scores(bodies, query)
+
+
 def test_ascii_and_general_analysis_agree_on_tricky_words() -> None:
     body = "# Dying stars\n\n" + " ".join(TRICKY) + "\n\n## Hoping\n\nHappily the skies idle."
     for word in TRICKY:
@@ -601,7 +629,7 @@ def test_a_huge_heading_over_many_sections_is_counted_once_bounded() -> None:
     body = "# " + " ".join(f"w{i}" for i in range(1_200)) + "\n"
     body += "".join(f"## s{i}\nx\n" for i in range(1_000))
     analysis = passages_module._analysis(body)
-    texts = analysis[3]
+    texts = analysis[2]
     assert texts is not None
     assert len(analysis[0]) == 1_000
     room = passages_module.HEADS_ROOM_FACTOR * (len(body) + passages_module.HEADS_SCORED_MAX)
@@ -646,11 +674,13 @@ def test_a_real_pages_heading_path_is_never_cut_by_the_room() -> None:
         "#\nD\n" * 2_500,
         "# T\n\n" + " ".join(f"{chr(97 + i % 26)}{i}q{i * 7}" for i in range(1_500)),
         "é" + "".join(f"## s{i}\nw{i}\n" for i in range(900)),
+        "é\n\n" + " ".join(f"{'é' * 1_000}{i}" for i in range(20)),
         "".join(f"## 节{i}\n\n" + "".join(chr(0x4E00 + (i * 97 + j * 31) % 20_000) for j in range(700))
                 + "\n\n" for i in range(14)),
         "".join(f"## 节\n{chr(0x4E00 + i)}{chr(0x4E00 + i * 7 % 20_000)}\n" for i in range(1_200)),
     ],
     ids=["long-heading-tiny-sections", "empty-headings", "distinct-words", "non-ascii-tiny",
+         "non-ascii-long-words",
          "cjk", "cjk-tiny-sections"],
 )  # fmt: skip
 def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
@@ -679,8 +709,7 @@ def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
 
 
 def _cjk_page(seed: int) -> str:
-    """20 sections of 1,000 CJK characters: about 5 MB of analysis (each character and pair
-    a term of its own)."""
+    """20 sections of 1,000 CJK characters (each character and pair a term of its own)."""
     return "".join(
         f"## 节{i}\n"
         + "".join(chr(0x4E00 + (seed * 7_919 + i * 1_543 + j * 97) % 20_000) for j in range(1_000))
@@ -727,3 +756,38 @@ def test_a_huge_heading_still_lets_its_section_come() -> None:
     text = str(_fit(body, "janitor prunes snapshots", 2_000, title="Title")["body"])
     assert "The janitor prunes snapshots after 45 days." in text
     assert all(len(line) <= 110 for line in text.splitlines() if line.startswith("§ "))
+
+
+def _long_cjk_page(seed: int) -> str:
+    """A long Chinese Page: 30 sections of about 2,000 characters (60 kB), prose with
+    punctuation, as a translated manual's chapter is."""
+    out = []
+    for i in range(30):
+        text = "".join(
+            chr(0x4E00 + (seed * 7_919 + i * 1_543 + j * 97) % 20_000)
+            + ("，" if j % 11 == 10 else "")
+            for j in range(1_800)
+        )
+        out.append(f"## 第{i}节 配置\n\n{text}。\n\n")
+    return "".join(out)
+
+
+def test_twenty_long_cjk_pages_keep_their_analyses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Wiki whose 20 best hits are long CJK Pages (60 kB each) keeps their analyses within
+    `ANALYSES_BUDGET`: asked a second question, no Page is analysed again (each analysis of
+    such a Page costs tens of milliseconds; twenty of them a second a question)."""
+    passages_module._ANALYSES.clear()
+    bodies = [_long_cjk_page(seed) for seed in range(20)]
+    first = best_units(bodies, terms("配置 第三节"))
+    assert passages_module._ANALYSES.weight <= passages_module.ANALYSES_BUDGET
+    analysed: list[str] = []
+    real = passages_module._analysis
+
+    def spy(body: str) -> passages_module.Analysis:
+        analysed.append(body)
+        return real(body)
+
+    monkeypatch.setattr(passages_module, "_analysis", spy)
+    assert best_units(bodies, terms("配置 第三节")) == first
+    best_units(bodies, terms("节 中文"))
+    assert analysed == []

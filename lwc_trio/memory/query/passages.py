@@ -50,7 +50,13 @@ from lwc_trio.memory.text.markdown import (
     introduces,
     sections,
 )
-from lwc_trio.memory.text.tokenize import STOP_WORDS, index_terms, known_stems, stem_words
+from lwc_trio.memory.text.tokenize import (
+    STOP_WORDS,
+    has_cjk,
+    index_terms,
+    known_stems,
+    stem_words,
+)
 from lwc_trio.protocol.units import cost
 
 __all__ = [
@@ -313,10 +319,31 @@ class _Texts:
         return (self.text[a:b] for a, b in itertools.pairwise((*self.starts, len(self.text))))
 
 
-Analysis = tuple[tuple[Unit, ...], tuple[dict[str, int], ...], tuple[int, ...], _Texts | None]
-"""A body's units, each one's counts by term (empty for an ASCII body, whose counts come
-from its texts, `_query_counts`), each one's length in terms, and the texts (an ASCII body,
-`_ascii_analysis`) or None."""
+class _Terms:
+    """Any other body's units as their index terms: each unit's terms (its heading path
+    counted `HEADING_WEIGHT` times, then its text), every term between its own two spaces,
+    in one string (each unit's from its offset in `starts`). A query counts only its own
+    terms, by `str.find` (`_term_counts`): a term kept takes a few bytes here where a count
+    by term takes about a hundred, and a CJK body has two terms a character (each character
+    and each pair), so long CJK Pages are kept where their counts by term were not
+    (`ANALYSES_BUDGET`). A body without CJK characters (`countable`: at most a term a word)
+    is counted by term from its second question on, as an ASCII body is (`_Texts`)."""
+
+    __slots__ = ("by_term", "countable", "last", "starts", "text", "used")
+
+    def __init__(self, text: str, starts: tuple[int, ...], *, countable: bool) -> None:
+        self.text = text
+        self.starts = starts
+        self.countable = countable
+        self.used = False
+        self.by_term: tuple[dict[str, int], ...] | None = None
+        self.last: tuple[tuple[str, ...], tuple[dict[str, int], ...]] | None = None
+        """The last question's terms and counts (see `_Texts.last`)."""
+
+
+Analysis = tuple[tuple[Unit, ...], tuple[int, ...], _Texts | _Terms]
+"""A body's units, each one's length in terms, and what their counts come from
+(`_query_counts`): an ASCII body's folded texts (`_ascii_analysis`), any other's terms."""
 ANALYSES_MAX = 1024
 ANALYSES_BUDGET = 64 * 2**20
 """Analyses kept: those of the last `ANALYSES_MAX` bodies asked about, at most this many
@@ -328,30 +355,26 @@ length, and its counts by term (an empty dict already takes a few hundred bytes)
 ANALYSIS_BYTES = 4096
 """What an analysis keeps whatever its size: its tuples, its texts' object, a stem or two."""
 TERM_BYTES = 128
-"""What one term of a unit's counts keeps: a dict entry, and its own string (a CJK
-character or pair; an English stem is most often shared with the process's stem cache)."""
+"""What one term of a unit's counts keeps: a dict entry, and its own string (an English
+stem of an ASCII body is most often shared with the process's stem cache)."""
 
 
 def _weight(body: str, analysis: Analysis) -> int:
     """Bytes kept by `analysis` of `body` (and `body`, the cache's key), estimated from
-    above: each unit's share (`UNIT_BYTES`), its heading path, each term it is counted by
-    (`TERM_BYTES`: an ASCII body's counts by term come later, `_query_counts`, and hold at
-    most its words less the stop words, its `lengths`), and the text analysed twice over: as
-    folded, and as the characters of terms too long for `TERM_BYTES` (a run of letters)."""
-    units, counts, lengths, texts = analysis
-    if texts is not None:
-        terms = sum(lengths)
-        text = 2 * sys.getsizeof(texts.text)
+    above: each unit's share (`UNIT_BYTES`), its heading path, and what its counts come
+    from. An ASCII body's: its folded text twice over (as folded, and as the characters of
+    terms too long for `TERM_BYTES`, a run of letters) and each term it is counted by once
+    asked about twice (`TERM_BYTES`; counts by term hold at most its words less the stop
+    words, its `lengths`). Any other body's: its terms' string (`_Terms`), and when it is
+    `countable` its counts by term, whose keys are that string's terms over again."""
+    units, lengths, source = analysis
+    if isinstance(source, _Texts):
+        text = 2 * sys.getsizeof(source.text) + TERM_BYTES * sum(lengths)
     else:
-        terms = sum(map(len, counts))
-        heads = min(
-            HEADS_ROOM_FACTOR * (len(body) + HEADS_SCORED_MAX), HEADS_SCORED_MAX * len(units)
-        )
-        chars = sum(unit.end - unit.start for unit in units) + HEADING_WEIGHT * heads
-        text = chars * (sys.getsizeof(body) // max(len(body), 1) + 1)
+        by_term = source.countable  # its counts' keys are strings of their own
+        text = sys.getsizeof(source.text) * (1 + by_term) + TERM_BYTES * sum(lengths) * by_term
     paths = _paths_bytes(units)
-    fixed = ANALYSIS_BYTES + sys.getsizeof(body) + text + paths
-    return fixed + UNIT_BYTES * len(units) + TERM_BYTES * terms
+    return ANALYSIS_BYTES + sys.getsizeof(body) + text + paths + UNIT_BYTES * len(units)
 
 
 _ANALYSES: RevisionCache[tuple[Analysis, int]] = RevisionCache(
@@ -400,15 +423,21 @@ def _analysis(body: str) -> Analysis:
     passages = split_units(body)
     if body.isascii():
         return _ascii_analysis(body, passages)
-    counts: list[dict[str, int]] = []
+    texts: list[str] = []
+    starts: list[int] = []
+    at = 0
     lengths: list[int] = []
     room = heads_room(body, len(passages))
     for passage in passages:
         heads = heads_scored(passage.path, room)
         terms = index_terms(heads + "\n" + body[passage.start : passage.end])
         lengths.append(len(terms))
-        counts.append(collections.Counter(terms))
-    return passages, tuple(counts), tuple(lengths), None
+        text = f" {'  '.join(terms)} "
+        texts.append(text)
+        starts.append(at)
+        at += len(text)
+    countable = not has_cjk(body)
+    return passages, tuple(lengths), _Terms("".join(texts), tuple(starts), countable=countable)
 
 
 _ALNUM = str.maketrans({chr(c): chr(c) if chr(c).isalnum() else " " for c in range(128)})
@@ -441,7 +470,7 @@ def _ascii_analysis(body: str, passages: tuple[Unit, ...]) -> Analysis:
         at += len(text)
         words = text.split()
         lengths.append(len(words) - sum(map(_STOP, words)))
-    return passages, (), tuple(lengths), _Texts("".join(texts), tuple(starts))
+    return passages, tuple(lengths), _Texts("".join(texts), tuple(starts))
 
 
 STEM_TAIL = 3
@@ -484,11 +513,43 @@ def _words_like(texts: _Texts, terms: Sequence[str]) -> list[tuple[int, str]]:
     return found
 
 
+def _term_counts(source: _Terms, terms: Sequence[str]) -> Sequence[dict[str, int]]:
+    """Each unit's counts of `terms`: every term of `source.text` stands between its own two
+    spaces, so each find of `" term "` is one occurrence, and the next starts past it."""
+    if source.by_term is not None:
+        return source.by_term
+    key = tuple(terms)
+    last = source.last
+    if last is not None and last[0] == key:
+        return last[1]
+    text, starts = source.text, source.starts
+    if source.used and source.countable:
+        by_term = tuple(
+            collections.Counter(text[a:b].split())
+            for a, b in itertools.pairwise((*starts, len(text)))
+        )
+        source.by_term = by_term  # complete before it is seen; threads may build it twice
+        source.last = None  # counted by term from now on
+        return by_term
+    source.used = True
+    out: list[dict[str, int]] = [{} for _ in starts]
+    for term in dict.fromkeys(terms):
+        needle = f" {term} "
+        at = text.find(needle)
+        while at >= 0:
+            tfs = out[bisect.bisect_right(starts, at) - 1]
+            tfs[term] = tfs.get(term, 0) + 1
+            at = text.find(needle, at + len(needle))
+    counted = tuple(out)
+    source.last = (key, counted)
+    return counted
+
+
 def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str, int]]:
     """Each passage's counts of `terms` (those it holds; any other key is ignored)."""
-    _passages, counts, _lengths, texts = analysis
-    if texts is None:
-        return counts
+    _passages, _lengths, texts = analysis
+    if isinstance(texts, _Terms):
+        return _term_counts(texts, terms)
     if texts.by_term is not None:
         return texts.by_term
     key = tuple(terms)
@@ -693,7 +754,7 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
     (IDF and mean length across them, so scores compare across Pages), split back by Page."""
     terms = [term for term, _count in query]
     docs = [d for a in analyses for d in _query_counts(a, terms)]
-    lengths = [n for a in analyses for n in a[2]]
+    lengths = [n for a in analyses for n in a[1]]
     flat = _scores(docs, lengths, query)
     out = []
     at = 0
