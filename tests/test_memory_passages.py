@@ -115,6 +115,49 @@ def test_a_long_section_is_runs_of_whole_blocks() -> None:
     assert all(len(t) <= UNIT_MAX for t in texts if items not in t)
 
 
+@pytest.mark.parametrize(
+    ("tail", "alone"),
+    [
+        (
+            "[platform-specific dependencies]: "
+            "specifying-dependencies.md#platform-specific-dependencies",
+            False,
+        ),
+        ("<!-- old anchor, kept for links -->\n<!-- markdownlint-disable-next-line -->", False),
+        ("See also the platform-specific dependencies of the manifest format.", True),
+    ],
+    ids=["reference-definition", "html-comments", "readable-note"],
+)
+def test_a_long_sections_unseen_last_blocks_are_no_unit_of_their_own(
+    tail: str, alone: bool
+) -> None:
+    """A long section's runs end where its blocks allow; a last run of what a reader never
+    sees rendered (link reference definitions, HTML comments) goes with the run before it,
+    so no passage is only "[…]: specifying-dependencies.md#…" (cargo's features reference
+    had one: its runs of two paragraphs filled `UNIT_MAX`). A short note that can be read
+    stays a unit of its own."""
+    paragraphs = "\n\n".join(
+        f"Paragraph {i} on optional dependencies. " + (FILLER * 2)[:940] for i in range(4)
+    )
+    body = f"# Features\n\n## Optional\n\n{paragraphs}\n\n{tail}\n"
+    units = split_units(body)
+    texts = [body[u.start : u.end] for u in units]
+    assert len(units) == 2 + alone
+    assert texts[-1].startswith(tail if alone else "Paragraph 2")
+    assert texts[-1].endswith(tail)
+    assert "".join(texts).replace("\n", "") == body.split("## Optional\n\n")[1].replace("\n", "")
+
+
+def test_a_long_paragraph_stays_runs_of_its_sentences() -> None:
+    """A paragraph longer than `UNIT_MAX` is runs of its sentences; none of them starts a
+    block, and none is taken for an unseen tail and folded into the run before it."""
+    sentence = "The janitor prunes old snapshots after forty-five days of retention. "
+    body = "# Retention\n\n## Snapshots\n\n" + sentence * 100 + "\n"
+    units = split_units(body)
+    assert len(units) >= 3
+    assert all(u.end - u.start <= UNIT_MAX for u in units)
+
+
 def test_a_page_that_fits_comes_whole() -> None:
     got = focus(DOC, terms("cancelled request"), body_units(DOC), 15_000)
     assert got.body == DOC

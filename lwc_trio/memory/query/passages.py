@@ -45,6 +45,7 @@ from lwc_trio.memory.query.scoring import DEFAULT_RANKING, idf
 from lwc_trio.memory.text.markdown import (
     PARSED_BUDGET,
     PARSED_MAX,
+    Block,
     blocks,
     cut_points,
     introduces,
@@ -131,7 +132,10 @@ class Unit:
 
 def _pieces(text: str, most: int) -> list[tuple[int, int]]:
     """`text` (a section's content) as runs of whole block groups of at most `most`
-    characters each where the blocks allow; offsets into `text`."""
+    characters each where the blocks allow; offsets into `text`. A run after the first of
+    only what a reader never sees rendered (link reference definitions, HTML comments: a
+    long section's last run can be its "[name]: target.md#anchor" lines) goes with the run
+    before it, which may then be that much longer: no unit that cannot be read at all."""
     stripped = text.rstrip()
     if not stripped:
         return []
@@ -162,7 +166,27 @@ def _pieces(text: str, most: int) -> list[tuple[int, int]]:
             start = _skip_space(text, last)
         last = point
     runs.append((start, last))
-    return runs
+    kept = runs[:1]
+    for start, end in runs[1:]:
+        # The blocks it overlaps: a run inside a long paragraph (`_breaks`) starts none.
+        if all(_unseen(text, block) for block in found if block.end > start and block.start < end):
+            kept[-1] = (kept[-1][0], end)
+        else:
+            kept.append((start, end))
+    return kept
+
+
+def _unseen(text: str, block: Block) -> bool:
+    """`block` of `text` renders as nothing: link reference definitions, HTML comments."""
+    if block.kind == "references":
+        return True
+    rest = text[block.start : block.end].strip()
+    while rest.startswith("<!--"):
+        end = rest.find("-->", 4)
+        if end < 0:
+            return False
+        rest = rest[end + 3 :].lstrip()
+    return not rest
 
 
 def _breaks(text: str, start: int, end: int, most: int) -> list[int]:
