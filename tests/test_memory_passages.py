@@ -549,6 +549,7 @@ _OTHER_BLOCK = st.one_of(
     st.lists(_OTHER_WORD, min_size=1, max_size=4).map(" ".join),
 )
 @example(["é\n\nÉclair Éclair éclair, an éclair\n\n## Straße\n\n哈哈哈哈 straße"], "eclair 哈哈")
+@example(["é\n\n## 配置\n\n配置，中文。置中 and 配\n\n## 中\n\n文"], "置中 配置 中")
 def test_other_bodies_score_as_the_analyzer_counts_their_units(
     bodies: list[str], query_text: str
 ) -> None:

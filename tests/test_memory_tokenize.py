@@ -18,6 +18,7 @@ from lwc_trio.memory.text.tokenize import (
     token_spans,
     tokenize,
     tokens,
+    words_and_runs,
 )
 
 
@@ -181,3 +182,13 @@ def test_a_run_of_letters_is_stemmed_but_not_kept() -> None:
     assert tokenize.stem_words([long_word, "caching"]) == [snowball, "cach"]
     assert long_word not in tokenize._STEMS
     assert tokenize._STEMS["caching"] == "cach"
+
+
+@given(st.text("ab é,。配置中文字哈々カナ한글 \n-_", max_size=80))
+def test_words_and_runs_hold_the_index_terms(text: str) -> None:
+    """`words_and_runs` gives the same terms as `index_terms`, a run's as its characters
+    and pairs: what the passages count in CJK runs without making them."""
+    words, runs = words_and_runs(text)
+    terms = words + [c for run in runs for c in run]
+    terms += [run[i : i + 2] for run in runs for i in range(len(run) - 1)]
+    assert sorted(terms) == sorted(index_terms(text))

@@ -53,10 +53,10 @@ from lwc_trio.memory.text.markdown import (
 )
 from lwc_trio.memory.text.tokenize import (
     STOP_WORDS,
-    has_cjk,
-    index_terms,
+    is_cjk,
     known_stems,
     stem_words,
+    words_and_runs,
 )
 from lwc_trio.protocol.units import cost
 
@@ -344,21 +344,31 @@ class _Texts:
 
 
 class _Terms:
-    """Any other body's units as their index terms: each unit's terms (its heading path
+    """Any other body's units as their index terms: each unit's word terms (its heading path
     counted `HEADING_WEIGHT` times, then its text), every term between its own two spaces,
-    in one string (each unit's from its offset in `starts`). A query counts only its own
-    terms, by `str.find` (`_term_counts`): a term kept takes a few bytes here where a count
-    by term takes about a hundred, and a CJK body has two terms a character (each character
-    and each pair), so long CJK Pages are kept where their counts by term were not
-    (`ANALYSES_BUDGET`). A body without CJK characters (`countable`: at most a term a word)
-    is counted by term from its second question on, as an ASCII body is (`_Texts`)."""
+    in one string (each unit's from its offset in `starts`), and each unit's CJK runs, one a
+    line, in another (`runs`, from `run_starts`). A query counts only its own terms, by
+    `str.find` (`_term_counts`): a CJK term (a character or a pair) in the runs, any other
+    in the words. A term kept takes a few bytes here where a count by term takes about a
+    hundred, and a CJK run of n characters holds 2n - 1 terms in n characters, so long CJK
+    Pages are kept, and analysed without a string made for each of their terms. A body
+    without CJK characters (`countable`: at most a term a word) is counted by term from its
+    second question on, as an ASCII body is (`_Texts`)."""
 
-    __slots__ = ("by_term", "countable", "last", "starts", "text", "used")
+    __slots__ = ("by_term", "countable", "last", "run_starts", "runs", "starts", "text", "used")
 
-    def __init__(self, text: str, starts: tuple[int, ...], *, countable: bool) -> None:
+    def __init__(
+        self,
+        text: str,
+        starts: tuple[int, ...],
+        runs: str = "",
+        run_starts: tuple[int, ...] = (),
+    ) -> None:
         self.text = text
         self.starts = starts
-        self.countable = countable
+        self.runs = runs
+        self.run_starts = run_starts
+        self.countable = not runs
         self.used = False
         self.by_term: tuple[dict[str, int], ...] | None = None
         self.last: tuple[tuple[str, ...], tuple[dict[str, int], ...]] | None = None
@@ -397,6 +407,7 @@ def _weight(body: str, analysis: Analysis) -> int:
     else:
         by_term = source.countable  # its counts' keys are strings of their own
         text = sys.getsizeof(source.text) * (1 + by_term) + TERM_BYTES * sum(lengths) * by_term
+        text += sys.getsizeof(source.runs)
     paths = _paths_bytes(units)
     return ANALYSIS_BYTES + sys.getsizeof(body) + text + paths + UNIT_BYTES * len(units)
 
@@ -450,18 +461,28 @@ def _analysis(body: str) -> Analysis:
     texts: list[str] = []
     starts: list[int] = []
     at = 0
+    cjk: list[str] = []
+    run_starts: list[int] = []
+    run_at = 0
     lengths: list[int] = []
     room = heads_room(body, len(passages))
     for passage in passages:
         heads = heads_scored(passage.path, room)
-        terms = index_terms(heads + "\n" + body[passage.start : passage.end])
-        lengths.append(len(terms))
-        text = f" {'  '.join(terms)} "
+        words, runs = words_and_runs(heads + "\n" + body[passage.start : passage.end])
+        chars = sum(map(len, runs))
+        lengths.append(len(words) + 2 * chars - len(runs))  # a run's characters and pairs
+        text = f" {'  '.join(words)} "
         texts.append(text)
         starts.append(at)
         at += len(text)
-    countable = not has_cjk(body)
-    return passages, tuple(lengths), _Terms("".join(texts), tuple(starts), countable=countable)
+        lines = "".join(f"{run}\n" for run in runs)  # a line ends each run: no pair spans two
+        cjk.append(lines)
+        run_starts.append(run_at)
+        run_at += len(lines)
+    if not run_at:
+        return passages, tuple(lengths), _Terms("".join(texts), tuple(starts))
+    terms = _Terms("".join(texts), tuple(starts), "".join(cjk), tuple(run_starts))
+    return passages, tuple(lengths), terms
 
 
 _ALNUM = str.maketrans({chr(c): chr(c) if chr(c).isalnum() else " " for c in range(128)})
@@ -557,7 +578,19 @@ def _term_counts(source: _Terms, terms: Sequence[str]) -> Sequence[dict[str, int
         return by_term
     source.used = True
     out: list[dict[str, int]] = [{} for _ in starts]
+    runs, run_starts = source.runs, source.run_starts
     for term in dict.fromkeys(terms):
+        if is_cjk(term[:1]):
+            # A character or a pair of one run (one a line): found at each place it starts,
+            # overlapping ones too ("哈哈哈" holds the pair 哈哈 twice).
+            if len(term) > 2 or not runs:
+                continue
+            at = runs.find(term)
+            while at >= 0:
+                tfs = out[bisect.bisect_right(run_starts, at) - 1]
+                tfs[term] = tfs.get(term, 0) + 1
+                at = runs.find(term, at + 1)
+            continue
         needle = f" {term} "
         at = text.find(needle)
         while at >= 0:

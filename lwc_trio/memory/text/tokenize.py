@@ -41,6 +41,7 @@ __all__ = [
     "token_spans",
     "tokenize",
     "tokens",
+    "words_and_runs",
 ]
 
 MAX_TERMS = 64
@@ -204,6 +205,25 @@ def index_terms(text: str) -> list[str]:
 
 
 tokens = index_terms
+
+
+def words_and_runs(text: str) -> tuple[list[str], list[str]]:
+    """`(terms, runs)`: the index terms of `text`'s words, in order, and its CJK runs. A
+    run's terms are each of its characters and each pair of them (`token_spans`), so a
+    caller can count them in the runs themselves without making a string of each (two a
+    character): `index_terms(text)` holds these words' terms and those, in another order."""
+    if text.isascii() or _CJK_CHAR.search(text) is None:
+        return stem_words(_words(text)), []
+    words: list[str] = []
+    runs: list[str] = []
+    for match in _RUN.finditer(text):
+        if match.lastgroup == "word":
+            word = fold(match.group())
+            if word and word not in STOP_WORDS:
+                words.append(word)
+        else:
+            runs.append(match.group())
+    return stem_words(words), runs
 
 
 def index_words(text: str) -> tuple[list[str], list[str]]:
