@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lwc_trio.memory.text.tokenize import (
+    _RUN,
     MAX_TERMS,
     STOP_WORDS,
     QueryTerm,
@@ -14,6 +15,7 @@ from lwc_trio.memory.text.tokenize import (
     index_terms,
     index_words,
     query_terms,
+    stem_words,
     surely_within_term_limit,
     token_spans,
     tokenize,
@@ -192,3 +194,46 @@ def test_words_and_runs_hold_the_index_terms(text: str) -> None:
     terms = words + [c for run in runs for c in run]
     terms += [run[i : i + 2] for run in runs for i in range(len(run) - 1)]
     assert sorted(terms) == sorted(index_terms(text))
+
+
+def _spans_one_by_one(text: str, query: bool) -> list[tuple[str, str, int]]:
+    """The analyzer's spans built one character at a time: the oracle for the C-iterator
+    path of `token_spans`, `index_terms` and `index_words`."""
+    out: list[tuple[str, str, int]] = []
+    pending: list[tuple[str, int]] = []
+
+    def flush() -> None:
+        stems = stem_words([word for word, _start in pending])
+        out.extend((stem, word, start) for (word, start), stem in zip(pending, stems, strict=True))
+        pending.clear()
+
+    for match in _RUN.finditer(text):
+        start = match.start()
+        if match.lastgroup == "word":
+            word = fold(match.group())
+            if word and word not in STOP_WORDS:
+                pending.append((word, start))
+            continue
+        flush()
+        run = match.group()
+        if len(run) == 1:
+            out.append((run, run, start))
+            continue
+        for i in range(len(run)):
+            if not query:
+                out.append((run[i], run[i], start + i))
+            if i + 1 < len(run):
+                out.append((run[i : i + 2], run[i : i + 2], start + i))
+    flush()
+    return out
+
+
+@given(st.text("ab é,。配置中文字哈々カナ한글 \n-_Ω", max_size=80))
+def test_cjk_terms_come_in_the_analyzers_order(text: str) -> None:
+    """`token_spans` (both forms), `index_terms` and `index_words` give, for text with CJK
+    characters, exactly the spans made one character at a time, in the same order."""
+    spans = _spans_one_by_one(text, query=False)
+    assert list(token_spans(text)) == spans
+    assert list(token_spans(text, query=True)) == _spans_one_by_one(text, query=True)
+    assert index_terms(text) == [term for term, _w, _s in spans]
+    assert index_words(text) == ([t for t, _w, _s in spans], [w for _t, w, _s in spans])

@@ -15,6 +15,7 @@ gives both kinds with positions in the original text (the writer's snippet offse
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 import threading
 import unicodedata
@@ -182,11 +183,19 @@ def token_spans(text: str, *, query: bool = False) -> Iterator[tuple[str, str, i
         if len(run) == 1:
             yield run, run, start
             continue
-        for i in range(len(run)):
-            if not query:
-                yield run[i], run[i], start + i
-            if i + 1 < len(run):
-                yield run[i : i + 2], run[i : i + 2], start + i
+        # Each character, then the pair it starts (the query form: the pairs only), built
+        # by C iterators: a CJK text has two terms a character.
+        chars = run[:-1]
+        pairs = list(map(operator.add, chars, run[1:]))
+        at = range(start, start + len(chars))
+        if query:
+            yield from zip(pairs, pairs, at, strict=True)
+            continue
+        spans = zip(
+            zip(chars, chars, at, strict=True), zip(pairs, pairs, at, strict=True), strict=True
+        )
+        yield from itertools.chain.from_iterable(spans)
+        yield run[-1], run[-1], start + len(chars)
     if pending:
         yield from _stemmed(pending)
 
@@ -201,7 +210,36 @@ def index_terms(text: str) -> list[str]:
     """All index terms of `text` in order, repeats kept (what the search index counts)."""
     if text.isascii() or _CJK_CHAR.search(text) is None:
         return stem_words(_words(text))
-    return [term for term, _surface, _start in token_spans(text)]
+    return _in_order(text)[0]
+
+
+def _in_order(text: str) -> tuple[list[str], list[str]]:
+    """`(terms, words)` of a text with CJK characters, as `token_spans` gives them in order
+    (without their offsets): a CJK run's characters and pairs made by C iterators."""
+    terms: list[str] = []
+    words: list[str] = []
+    pending: list[str] = []
+    for match in _RUN.finditer(text):
+        if match.lastgroup == "word":
+            word = fold(match.group())
+            if word and word not in STOP_WORDS:
+                pending.append(word)
+            continue
+        if pending:
+            terms += stem_words(pending)
+            words += pending
+            pending = []
+        run = match.group()
+        chars = run[:-1]
+        pairs = map(operator.add, chars, run[1:])
+        cjk = list(itertools.chain.from_iterable(zip(chars, pairs, strict=True)))
+        cjk.append(run[-1])
+        terms += cjk
+        words += cjk
+    if pending:
+        terms += stem_words(pending)
+        words += pending
+    return terms, words
 
 
 tokens = index_terms
@@ -231,8 +269,7 @@ def index_words(text: str) -> tuple[list[str], list[str]]:
     if text.isascii() or _CJK_CHAR.search(text) is None:
         words = _words(text)
         return stem_words(words), words
-    spans = list(token_spans(text))
-    return [term for term, _w, _s in spans], [word for _t, word, _s in spans]
+    return _in_order(text)
 
 
 @attrs.frozen
