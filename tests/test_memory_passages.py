@@ -752,6 +752,19 @@ def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     assert kept <= passages_module._weight(body, analysis)
 
 
+def _spy_on_analyses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The bodies analysed from now on (`passages._analysis`), in order."""
+    analysed: list[str] = []
+    real = passages_module._analysis
+
+    def spy(body: str) -> passages_module.Analysis:
+        analysed.append(body)
+        return real(body)
+
+    monkeypatch.setattr(passages_module, "_analysis", spy)
+    return analysed
+
+
 def _cjk_page(seed: int) -> str:
     """20 sections of 1,000 CJK characters (each character and pair a term of its own)."""
     return "".join(
@@ -772,14 +785,7 @@ def test_the_kept_analyses_stay_within_their_budget(monkeypatch: pytest.MonkeyPa
     query = terms("节 中")
     first = [best_units([body], query) for body in bodies]
     assert 0 < passages_module._ANALYSES.weight <= passages_module.ANALYSES_BUDGET
-    analysed: list[str] = []
-    real = passages_module._analysis
-
-    def spy(body: str) -> passages_module.Analysis:
-        analysed.append(body)
-        return real(body)
-
-    monkeypatch.setattr(passages_module, "_analysis", spy)
+    analysed = _spy_on_analyses(monkeypatch)
     assert best_units([bodies[-1]], query) == first[-1]
     assert analysed == []
     assert best_units([bodies[0]], query) == first[0]
@@ -824,14 +830,7 @@ def test_twenty_long_cjk_pages_keep_their_analyses(monkeypatch: pytest.MonkeyPat
     bodies = [_long_cjk_page(seed) for seed in range(20)]
     first = best_units(bodies, terms("配置 第三节"))
     assert passages_module._ANALYSES.weight <= passages_module.ANALYSES_BUDGET
-    analysed: list[str] = []
-    real = passages_module._analysis
-
-    def spy(body: str) -> passages_module.Analysis:
-        analysed.append(body)
-        return real(body)
-
-    monkeypatch.setattr(passages_module, "_analysis", spy)
+    analysed = _spy_on_analyses(monkeypatch)
     assert best_units(bodies, terms("配置 第三节")) == first
     best_units(bodies, terms("节 中文"))
     assert analysed == []

@@ -318,32 +318,95 @@ def outline(body: str, title: str = "", room: int = OUTLINE_UNITS) -> list[str]:
     return out
 
 
-class _Texts:
+Counts = tuple[dict[str, int], ...]
+"""Each unit's counts by term (of the terms asked about, or of all of them)."""
+
+
+class _Counted:
+    """How a kept analysis gives its units' counts (`counts`): the last question's again
+    (one question asks twice: the ranking's section evidence, then the passages, which is no
+    second question); counted for a question's own terms while it is asked about once; from
+    a second question on, where the body allows it (`by_term_of`), counted by term once for
+    all: a body asked about again mostly is again (a small Wiki's Pages answer question after
+    question), and counting it whole once then costs less than finding each question's
+    words again."""
+
+    __slots__ = ("by_term", "last", "used")
+
+    def __init__(self) -> None:
+        self.used = False
+        self.by_term: Counts | None = None
+        self.last: tuple[tuple[str, ...], Counts] | None = None
+
+    def counts(self, terms: Sequence[str]) -> Counts:
+        if self.by_term is not None:
+            return self.by_term
+        key = tuple(terms)
+        last = self.last
+        if last is not None and last[0] == key:
+            return last[1]
+        if self.used:
+            by_term = self.by_term_of()
+            if by_term is not None:
+                self.by_term = by_term  # complete before it is seen; threads may build it twice
+                self.last = None  # counted by term from now on
+                return by_term
+        self.used = True
+        counted = self.found(terms)
+        self.last = (key, counted)
+        return counted
+
+    def found(self, terms: Sequence[str]) -> Counts:
+        """Each unit's counts of `terms`, found for them."""
+        raise NotImplementedError
+
+    def by_term_of(self) -> Counts | None:
+        """Each unit's counts of all its terms, or None where they are not kept."""
+        raise NotImplementedError
+
+
+class _Texts(_Counted):
     """An ASCII body's passages as `_ascii_analysis` keeps them: each one's heading path
     (counted `HEADING_WEIGHT` times) and text, folded to lowercase letters, digits and
     spaces, in one string (`text`, each passage's from its offset in `starts`), every word
-    between spaces; and, once the body is asked about a second time (its analysis kept,
-    `_analyzed`), each passage's counts by term, as the analyzer gives them: a body asked
-    about again mostly is again (a small Wiki's Pages answer question after question), and
-    stemming its words once then costs less than finding each question's words again."""
+    between spaces. A question's words are found by their prefixes (`_words_like`) and
+    stemmed; from a second question on, every word is (`_Counted`)."""
 
-    __slots__ = ("by_term", "last", "starts", "text", "used")
+    __slots__ = ("starts", "text")
 
     def __init__(self, text: str, starts: tuple[int, ...]) -> None:
+        super().__init__()
         self.text = text
         self.starts = starts
-        self.used = False
-        self.by_term: tuple[dict[str, int], ...] | None = None
-        self.last: tuple[tuple[str, ...], tuple[dict[str, int], ...]] | None = None
-        """The last question's terms and counts: one question asks twice (the ranking's
-        section evidence, then the passages), which is no second question."""
 
     def passages(self) -> Iterator[str]:
         """Each passage's folded text."""
         return (self.text[a:b] for a, b in itertools.pairwise((*self.starts, len(self.text))))
 
+    def found(self, terms: Sequence[str]) -> Counts:
+        found = _words_like(self, terms)
+        distinct = list({word for _passage, word in found} - STOP_WORDS)
+        stems = known_stems(distinct)
+        unknown = [word for word, stem in zip(distinct, stems, strict=True) if not stem]
+        term_of = dict(zip(distinct, stems, strict=True))
+        term_of.update(zip(unknown, stem_words(unknown), strict=True))
+        wanted = set(terms)
+        out: list[dict[str, int]] = [{} for _ in self.starts]
+        for passage, word in found:
+            term = term_of.get(word)  # None for a stop word
+            if term in wanted:
+                tfs = out[passage]
+                tfs[term] = tfs.get(term, 0) + 1
+        return tuple(out)
 
-class _Terms:
+    def by_term_of(self) -> Counts:
+        return tuple(
+            collections.Counter(stem_words(list(itertools.filterfalse(_STOP, text.split()))))
+            for text in self.passages()
+        )
+
+
+class _Terms(_Counted):
     """Any other body's units as their index terms: each unit's word terms (its heading path
     counted `HEADING_WEIGHT` times, then its text), every term between its own two spaces,
     in one string (each unit's from its offset in `starts`), and each unit's CJK runs, one a
@@ -355,7 +418,7 @@ class _Terms:
     without CJK characters (`countable`: at most a term a word) is counted by term from its
     second question on, as an ASCII body is (`_Texts`)."""
 
-    __slots__ = ("by_term", "countable", "last", "run_starts", "runs", "starts", "text", "used")
+    __slots__ = ("countable", "run_starts", "runs", "starts", "text")
 
     def __init__(
         self,
@@ -364,15 +427,32 @@ class _Terms:
         runs: str = "",
         run_starts: tuple[int, ...] = (),
     ) -> None:
+        super().__init__()
         self.text = text
         self.starts = starts
         self.runs = runs
         self.run_starts = run_starts
         self.countable = not runs
-        self.used = False
-        self.by_term: tuple[dict[str, int], ...] | None = None
-        self.last: tuple[tuple[str, ...], tuple[dict[str, int], ...]] | None = None
-        """The last question's terms and counts (see `_Texts.last`)."""
+
+    def found(self, terms: Sequence[str]) -> Counts:
+        """Every term of `text` stands between its own two spaces, so each find of
+        `" term "` is one occurrence, and the next starts past it."""
+        out: list[dict[str, int]] = [{} for _ in self.starts]
+        for term in dict.fromkeys(terms):
+            if not is_cjk(term[:1]):
+                _count(out, term, self.text, f" {term} ", self.starts, step=len(term) + 2)
+            elif len(term) <= 2 and self.runs:
+                # A character or a pair of one run (one a line): found at each place it
+                # starts, overlapping ones too ("哈哈哈" holds the pair 哈哈 twice).
+                _count(out, term, self.runs, term, self.run_starts, step=1)
+        return tuple(out)
+
+    def by_term_of(self) -> Counts | None:
+        if not self.countable:
+            return None
+        text = self.text
+        pairs = itertools.pairwise((*self.starts, len(text)))
+        return tuple(collections.Counter(text[a:b].split()) for a, b in pairs)
 
 
 Analysis = tuple[tuple[Unit, ...], tuple[int, ...], _Texts | _Terms]
@@ -558,85 +638,27 @@ def _words_like(texts: _Texts, terms: Sequence[str]) -> list[tuple[int, str]]:
     return found
 
 
-def _term_counts(source: _Terms, terms: Sequence[str]) -> Sequence[dict[str, int]]:
-    """Each unit's counts of `terms`: every term of `source.text` stands between its own two
-    spaces, so each find of `" term "` is one occurrence, and the next starts past it."""
-    if source.by_term is not None:
-        return source.by_term
-    key = tuple(terms)
-    last = source.last
-    if last is not None and last[0] == key:
-        return last[1]
-    text, starts = source.text, source.starts
-    if source.used and source.countable:
-        by_term = tuple(
-            collections.Counter(text[a:b].split())
-            for a, b in itertools.pairwise((*starts, len(text)))
-        )
-        source.by_term = by_term  # complete before it is seen; threads may build it twice
-        source.last = None  # counted by term from now on
-        return by_term
-    source.used = True
-    out: list[dict[str, int]] = [{} for _ in starts]
-    runs, run_starts = source.runs, source.run_starts
-    for term in dict.fromkeys(terms):
-        if is_cjk(term[:1]):
-            # A character or a pair of one run (one a line): found at each place it starts,
-            # overlapping ones too ("哈哈哈" holds the pair 哈哈 twice).
-            if len(term) > 2 or not runs:
-                continue
-            at = runs.find(term)
-            while at >= 0:
-                tfs = out[bisect.bisect_right(run_starts, at) - 1]
-                tfs[term] = tfs.get(term, 0) + 1
-                at = runs.find(term, at + 1)
-            continue
-        needle = f" {term} "
-        at = text.find(needle)
-        while at >= 0:
-            tfs = out[bisect.bisect_right(starts, at) - 1]
-            tfs[term] = tfs.get(term, 0) + 1
-            at = text.find(needle, at + len(needle))
-    counted = tuple(out)
-    source.last = (key, counted)
-    return counted
+def _count(
+    out: list[dict[str, int]],
+    term: str,
+    text: str,
+    needle: str,
+    starts: Sequence[int],
+    *,
+    step: int,
+) -> None:
+    """Count `term` in `out` (a dict a unit, each unit's text from its offset in `starts`)
+    once for each find of `needle` in `text`, each find `step` past the one before."""
+    at = text.find(needle)
+    while at >= 0:
+        tfs = out[bisect.bisect_right(starts, at) - 1]
+        tfs[term] = tfs.get(term, 0) + 1
+        at = text.find(needle, at + step)
 
 
 def _query_counts(analysis: Analysis, terms: Sequence[str]) -> Sequence[dict[str, int]]:
     """Each passage's counts of `terms` (those it holds; any other key is ignored)."""
-    _passages, _lengths, texts = analysis
-    if isinstance(texts, _Terms):
-        return _term_counts(texts, terms)
-    if texts.by_term is not None:
-        return texts.by_term
-    key = tuple(terms)
-    last = texts.last
-    if last is not None and last[0] == key:
-        return last[1]
-    if texts.used:
-        by_term = tuple(
-            collections.Counter(stem_words(list(itertools.filterfalse(_STOP, text.split()))))
-            for text in texts.passages()
-        )
-        texts.by_term = by_term  # complete before it is seen; threads may build it twice
-        texts.last = None  # counted by term from now on
-        return by_term
-    texts.used = True
-    found = _words_like(texts, terms)
-    distinct = list({word for _passage, word in found} - STOP_WORDS)
-    stems = known_stems(distinct)
-    unknown = [word for word, stem in zip(distinct, stems, strict=True) if not stem]
-    term_of = dict(zip(distinct, stems, strict=True))
-    term_of.update(zip(unknown, stem_words(unknown), strict=True))
-    wanted = set(terms)
-    out: list[dict[str, int]] = [{} for _ in texts.starts]
-    for passage, word in found:
-        term = term_of.get(word)  # None for a stop word
-        if term in wanted:
-            tfs = out[passage]
-            tfs[term] = tfs.get(term, 0) + 1
-    texts.last = (key, tuple(out))
-    return out
+    return analysis[2].counts(terms)
 
 
 def _scores(

@@ -219,17 +219,14 @@ def _in_order(text: str) -> tuple[list[str], list[str]]:
     terms: list[str] = []
     words: list[str] = []
     pending: list[str] = []
-    for match in _RUN.finditer(text):
-        if match.lastgroup == "word":
-            word = fold(match.group())
-            if word and word not in STOP_WORDS:
-                pending.append(word)
+    for is_run, run in _pieces(text):
+        if not is_run:
+            pending.append(run)
             continue
         if pending:
             terms += stem_words(pending)
             words += pending
             pending = []
-        run = match.group()
         chars = run[:-1]
         pairs = map(operator.add, chars, run[1:])
         cjk = list(itertools.chain.from_iterable(zip(chars, pairs, strict=True)))
@@ -254,14 +251,20 @@ def words_and_runs(text: str) -> tuple[list[str], list[str]]:
         return stem_words(_words(text)), []
     words: list[str] = []
     runs: list[str] = []
+    for is_run, piece in _pieces(text):
+        (runs if is_run else words).append(piece)
+    return stem_words(words), runs
+
+
+def _pieces(text: str) -> Iterator[tuple[bool, str]]:
+    """`(is_run, piece)` for each folded non-stop word and each CJK run of `text`, in order."""
     for match in _RUN.finditer(text):
         if match.lastgroup == "word":
             word = fold(match.group())
             if word and word not in STOP_WORDS:
-                words.append(word)
+                yield False, word
         else:
-            runs.append(match.group())
-    return stem_words(words), runs
+            yield True, match.group()
 
 
 def index_words(text: str) -> tuple[list[str], list[str]]:
