@@ -15,7 +15,6 @@ from lwc_trio.memory.text.tokenize import (
     index_terms,
     index_words,
     query_terms,
-    stem_words,
     surely_within_term_limit,
     token_spans,
     tokenize,
@@ -197,35 +196,24 @@ def test_words_and_runs_hold_the_index_terms(text: str) -> None:
 
 
 def _spans_one_by_one(text: str, query: bool) -> list[tuple[str, str, int]]:
-    """The analyzer's spans built one character at a time: the oracle for the C-iterator
-    path of `token_spans`, `index_terms` and `index_words`."""
-    out: list[tuple[str, str, int]] = []
-    pending: list[tuple[str, int]] = []
-
-    def flush() -> None:
-        stems = stem_words([word for word, _start in pending])
-        out.extend((stem, word, start) for (word, start), stem in zip(pending, stems, strict=True))
-        pending.clear()
-
+    """The analyzer's spans with each CJK run's made one character at a time, in document
+    order (a run's character before the pair it starts): the oracle for the C-iterator path
+    of `token_spans`, `index_terms` and `index_words`. The words' spans are taken as
+    `token_spans` gives them."""
+    spans = [span for span in token_spans(text) if not has_cjk(span[0])]
     for match in _RUN.finditer(text):
-        start = match.start()
+        run, start = match.group(), match.start()
         if match.lastgroup == "word":
-            word = fold(match.group())
-            if word and word not in STOP_WORDS:
-                pending.append((word, start))
             continue
-        flush()
-        run = match.group()
         if len(run) == 1:
-            out.append((run, run, start))
+            spans.append((run, run, start))
             continue
         for i in range(len(run)):
             if not query:
-                out.append((run[i], run[i], start + i))
+                spans.append((run[i], run[i], start + i))
             if i + 1 < len(run):
-                out.append((run[i : i + 2], run[i : i + 2], start + i))
-    flush()
-    return out
+                spans.append((run[i : i + 2], run[i : i + 2], start + i))
+    return sorted(spans, key=lambda span: (span[2], len(span[0])))
 
 
 @given(st.text("ab é,。配置中文字哈々カナ한글 \n-_Ω", max_size=80))
