@@ -531,7 +531,7 @@ def test_ascii_bodies_score_as_the_analyzer_counts_their_units(
 
 
 _OTHER_WORD = _WORD | st.sampled_from(
-    ["Éclair", "straße", "naïve", "哈哈哈", "配置", "中文字", "é"]
+    ["Éclair", "straße", "naïve", "哈哈哈", "配置", "中文字", "é", "ﷺ", "ͺ", "㊀", "㍻", "一"]
 )
 _OTHER_BLOCK = st.one_of(
     st.lists(_OTHER_WORD, min_size=1, max_size=12).map(" ".join),
@@ -550,6 +550,8 @@ _OTHER_BLOCK = st.one_of(
 )
 @example(["é\n\nÉclair Éclair éclair, an éclair\n\n## Straße\n\n哈哈哈哈 straße"], "eclair 哈哈")
 @example(["é\n\n## 配置\n\n配置，中文。置中 and 配\n\n## 中\n\n文"], "置中 配置 中")
+@example(["é\n\n## ﷺ notes\n\nword ﷺ ͺ more ͺ\n\n## Other\n\nword"], "ﷺ ͺ word")
+@example(["é\n\n## ㊀\n\n㊀ 一二 ㊀ ㍻\n\n## 二\n\n一"], "㊀ 一 ㍻")
 def test_other_bodies_score_as_the_analyzer_counts_their_units(
     bodies: list[str], query_text: str
 ) -> None:

@@ -406,9 +406,15 @@ class _Texts(_Counted):
         )
 
 
+_SEP = "\x00"
+"""What stands either side of each term in a `_Terms` string: a character no term holds (a
+folded word can hold spaces: the ligature U+FDFA folds to four Arabic words), checked over
+every word character of Unicode."""
+
+
 class _Terms(_Counted):
     """Any other body's units as their index terms: each unit's word terms (its heading path
-    counted `HEADING_WEIGHT` times, then its text), every term between its own two spaces,
+    counted `HEADING_WEIGHT` times, then its text), every term between its own two `_SEP`s,
     in one string (each unit's from its offset in `starts`), and each unit's CJK runs, one a
     line, in another (`runs`, from `run_starts`). A query counts only its own terms, by
     `str.find` (`_term_counts`): a CJK term (a character or a pair) in the runs, any other
@@ -435,15 +441,16 @@ class _Terms(_Counted):
         self.countable = not runs
 
     def found(self, terms: Sequence[str]) -> Counts:
-        """Every term of `text` stands between its own two spaces, so each find of
-        `" term "` is one occurrence, and the next starts past it."""
+        """Every term of `text` stands between its own two `_SEP`s, so each find of it with
+        them is one occurrence, and the next starts past it. A CJK character or pair is
+        also each place it starts in the runs, overlapping ones too ("哈哈哈" holds the pair
+        哈哈 twice); it can be a word's term too (a compatibility character such as ㊀
+        folds to 一)."""
         out: list[dict[str, int]] = [{} for _ in self.starts]
         for term in dict.fromkeys(terms):
-            if not is_cjk(term[:1]):
-                _count(out, term, self.text, f" {term} ", self.starts, step=len(term) + 2)
-            elif len(term) <= 2 and self.runs:
-                # A character or a pair of one run (one a line): found at each place it
-                # starts, overlapping ones too ("哈哈哈" holds the pair 哈哈 twice).
+            needle = f"{_SEP}{term}{_SEP}"
+            _count(out, term, self.text, needle, self.starts, step=len(needle))
+            if self.runs and len(term) <= 2 and is_cjk(term[:1]):
                 _count(out, term, self.runs, term, self.run_starts, step=1)
         return tuple(out)
 
@@ -452,7 +459,7 @@ class _Terms(_Counted):
             return None
         text = self.text
         pairs = itertools.pairwise((*self.starts, len(text)))
-        return tuple(collections.Counter(text[a:b].split()) for a, b in pairs)
+        return tuple(collections.Counter(filter(None, text[a:b].split(_SEP))) for a, b in pairs)
 
 
 Analysis = tuple[tuple[Unit, ...], tuple[int, ...], _Texts | _Terms]
@@ -551,7 +558,7 @@ def _analysis(body: str) -> Analysis:
         words, runs = words_and_runs(heads + "\n" + body[passage.start : passage.end])
         chars = sum(map(len, runs))
         lengths.append(len(words) + 2 * chars - len(runs))  # a run's characters and pairs
-        text = f" {'  '.join(words)} "
+        text = f"{_SEP}{(_SEP * 2).join(words)}{_SEP}"
         texts.append(text)
         starts.append(at)
         at += len(text)
