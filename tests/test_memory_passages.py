@@ -28,8 +28,8 @@ from lwc_trio.memory.query.passages import (
     split_units,
 )
 from lwc_trio.memory.query.results import PageBody, dumps_compact, fit_pages, json_units
-from lwc_trio.memory.text.markdown import sections
-from lwc_trio.memory.text.tokenize import index_terms, parse_query, stem_words
+from lwc_trio.memory.text.markdown import Block, sections
+from lwc_trio.memory.text.tokenize import MAX_TERMS, index_terms, is_cjk, parse_query, stem_words
 from lwc_trio.protocol.units import text_cost
 
 
@@ -125,8 +125,9 @@ def test_a_long_section_is_runs_of_whole_blocks() -> None:
         ),
         ("<!-- old anchor, kept for links -->\n<!-- markdownlint-disable-next-line -->", False),
         ("See also the platform-specific dependencies of the manifest format.", True),
+        ("See also the platform notes of the manifest format.\n\n[platform]: platform.md#n", True),
     ],
-    ids=["reference-definition", "html-comments", "readable-note"],
+    ids=["reference-definition", "html-comments", "readable-note", "note-and-definition"],
 )
 def test_a_long_sections_unseen_last_blocks_are_no_unit_of_their_own(
     tail: str, alone: bool
@@ -146,6 +147,27 @@ def test_a_long_sections_unseen_last_blocks_are_no_unit_of_their_own(
     assert texts[-1].startswith(tail if alone else "Paragraph 2")
     assert texts[-1].endswith(tail)
     assert "".join(texts).replace("\n", "") == body.split("## Optional\n\n")[1].replace("\n", "")
+
+
+def test_each_block_is_judged_unseen_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a block renders as nothing is asked once a block, however many runs it
+    overlaps (a long paragraph cut at its sentences, a run of many comments): the fold stays
+    linear in the section, where asking again for each run took a minute for 354 kB."""
+    asked: list[tuple[int, int]] = []
+    real = passages_module._unseen
+
+    def spy(text: str, block: Block) -> bool:
+        asked.append((block.start, block.end))
+        return real(text, block)
+
+    monkeypatch.setattr(passages_module, "_unseen", spy)
+    paragraph = "Some text here about snapshots. " * 5_000
+    comments = "<!-- generated -->\n" * 2_000
+    body = f"# Notes\n\n## Long\n\n{paragraph}\n\n{comments}\n[x]: x.md#y\n"
+    units = split_units(body)
+    assert len(units) > 50
+    assert len(asked) == len(set(asked))
+    assert body[units[-1].start : units[-1].end].endswith("[x]: x.md#y")
 
 
 def test_a_long_paragraph_stays_runs_of_its_sentences() -> None:
@@ -531,7 +553,23 @@ def test_ascii_bodies_score_as_the_analyzer_counts_their_units(
 
 
 _OTHER_WORD = _WORD | st.sampled_from(
-    ["Éclair", "straße", "naïve", "哈哈哈", "配置", "中文字", "é", "ﷺ", "ͺ", "㊀", "㍻", "一"]
+    [
+        "Éclair",
+        "straße",
+        "naïve",
+        "哈哈哈",
+        "配置",
+        "中文字",
+        "é",
+        "ﷺ",
+        "ͺ",
+        "㊀",
+        "㍻",
+        "一",
+        "〸a",
+        "ﾡ",
+        "ﹰ",
+    ]
 )
 _OTHER_BLOCK = st.one_of(
     st.lists(_OTHER_WORD, min_size=1, max_size=12).map(" ".join),
@@ -724,16 +762,18 @@ def test_a_real_pages_heading_path_is_never_cut_by_the_room() -> None:
         "".join(f"## 节{i}\n\n" + "".join(chr(0x4E00 + (i * 97 + j * 31) % 20_000) for j in range(700))
                 + "\n\n" for i in range(14)),
         "".join(f"## 节\n{chr(0x4E00 + i)}{chr(0x4E00 + i * 7 % 20_000)}\n" for i in range(1_200)),
+        "".join("## 节\n" + "".join(chr(0x4E00 + j) for j in range(64)) + "\n" for _ in range(300)),
     ],
     ids=["long-heading-tiny-sections", "empty-headings", "distinct-words", "non-ascii-tiny",
          "non-ascii-long-words",
-         "cjk", "cjk-tiny-sections"],
+         "cjk", "cjk-tiny-sections", "cjk-asked-64-terms"],
 )  # fmt: skip
 def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     """`_weight`, what the kept analyses are bounded by (`ANALYSES_BUDGET`), is an upper
-    bound of what an analysis keeps once asked about twice (its counts by term built), for
-    the shapes that made a body keep a hundred times its size: measured with tracemalloc,
-    the process's stem cache (bounded on its own) warmed first."""
+    bound of what an analysis keeps once asked about twice (its counts by term built, or a
+    CJK body's last question's counts kept, here of `MAX_TERMS` of its characters), for the
+    shapes that made a body keep a hundred times its size: measured with tracemalloc, the
+    process's stem cache (bounded on its own) warmed first."""
     body = shape[:20_000]
     stem_words(body.lower().translate(passages_module._ALNUM).split())
     split_units.cache_clear()
@@ -743,7 +783,8 @@ def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     try:
         before = tracemalloc.get_traced_memory()[0]
         analysis = passages_module._analysis(body)
-        for asked in (["s", "w5", "v7"], ["h1x", "d", "shard"], ["节", "中"]):
+        widest = list(dict.fromkeys(c for c in body if is_cjk(c)))[:MAX_TERMS]
+        for asked in (["s", "w5", "v7"], ["h1x", "d", "shard"], ["节", "中"], widest):
             passages_module._query_counts(analysis, asked)
         split_units.cache_clear()
         sections.cache_clear()

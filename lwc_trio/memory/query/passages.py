@@ -52,6 +52,7 @@ from lwc_trio.memory.text.markdown import (
     sections,
 )
 from lwc_trio.memory.text.tokenize import (
+    MAX_TERMS,
     STOP_WORDS,
     is_cjk,
     known_stems,
@@ -166,10 +167,29 @@ def _pieces(text: str, most: int) -> list[tuple[int, int]]:
             start = _skip_space(text, last)
         last = point
     runs.append((start, last))
+    return _fold_unseen(text, runs, found)
+
+
+def _fold_unseen(
+    text: str, runs: list[tuple[int, int]], found: Sequence[Block]
+) -> list[tuple[int, int]]:
+    """`runs` with each one after the first that overlaps only unseen blocks (`_unseen`)
+    joined to the run before it. Runs and blocks both come in order: one walk over each,
+    each block judged once (a paragraph cut at its sentences overlaps many runs), so the
+    fold stays linear in the section."""
     kept = runs[:1]
+    unseen: dict[int, bool] = {}
+    at = 0
     for start, end in runs[1:]:
-        # The blocks it overlaps: a run inside a long paragraph (`_breaks`) starts none.
-        if all(_unseen(text, block) for block in found if block.end > start and block.start < end):
+        while at < len(found) and found[at].end <= start:
+            at += 1
+        index, hidden = at, True
+        while hidden and index < len(found) and found[index].start < end:
+            if index not in unseen:
+                unseen[index] = _unseen(text, found[index])
+            hidden = unseen[index]
+            index += 1
+        if hidden:
             kept[-1] = (kept[-1][0], end)
         else:
             kept.append((start, end))
@@ -177,16 +197,22 @@ def _pieces(text: str, most: int) -> list[tuple[int, int]]:
 
 
 def _unseen(text: str, block: Block) -> bool:
-    """`block` of `text` renders as nothing: link reference definitions, HTML comments."""
+    """`block` of `text` renders as nothing: link reference definitions, HTML comments
+    (looked at in place, one pass)."""
     if block.kind == "references":
         return True
-    rest = text[block.start : block.end].strip()
-    while rest.startswith("<!--"):
-        end = rest.find("-->", 4)
-        if end < 0:
+    at, end = block.start, block.end
+    while True:
+        while at < end and text[at].isspace():
+            at += 1
+        if at == end:
+            return True
+        if not text.startswith("<!--", at, end):
             return False
-        rest = rest[end + 3 :].lstrip()
-    return not rest
+        close = text.find("-->", at + 4, end)
+        if close < 0:
+            return False
+        at = close + 3
 
 
 def _breaks(text: str, start: int, end: int, most: int) -> list[int]:
@@ -353,7 +379,8 @@ class _Counted:
                 return by_term
         self.used = True
         counted = self.found(terms)
-        self.last = (key, counted)
+        if len(set(key)) <= MAX_TERMS:  # what `_weight` counts on
+            self.last = (key, counted)
         return counted
 
     def found(self, terms: Sequence[str]) -> Counts:
@@ -448,6 +475,8 @@ class _Terms(_Counted):
         folds to 一)."""
         out: list[dict[str, int]] = [{} for _ in self.starts]
         for term in dict.fromkeys(terms):
+            if not term:  # no term is empty (and "\0\0" lies between every two)
+                continue
             needle = f"{_SEP}{term}{_SEP}"
             _count(out, term, self.text, needle, self.starts, step=len(needle))
             if self.runs and len(term) <= 2 and is_cjk(term[:1]):
@@ -486,15 +515,16 @@ def _weight(body: str, analysis: Analysis) -> int:
     from. An ASCII body's: its folded text twice over (as folded, and as the characters of
     terms too long for `TERM_BYTES`, a run of letters) and each term it is counted by once
     asked about twice (`TERM_BYTES`; counts by term hold at most its words less the stop
-    words, its `lengths`). Any other body's: its terms' string (`_Terms`), and when it is
-    `countable` its counts by term, whose keys are that string's terms over again."""
+    words, its `lengths`). Any other body's: its terms' strings (`_Terms`), and when it is
+    `countable` its counts by term, whose keys are that string's terms over again; when it
+    is not, the last question's counts, kept for good: at most `MAX_TERMS` a unit, and no
+    more than the unit's terms (`_Counted.counts` keeps none of a longer question)."""
     units, lengths, source = analysis
-    if isinstance(source, _Texts):
+    if isinstance(source, _Texts) or source.countable:
         text = 2 * sys.getsizeof(source.text) + TERM_BYTES * sum(lengths)
     else:
-        by_term = source.countable  # its counts' keys are strings of their own
-        text = sys.getsizeof(source.text) * (1 + by_term) + TERM_BYTES * sum(lengths) * by_term
-        text += sys.getsizeof(source.runs)
+        asked = sum(min(length, MAX_TERMS) for length in lengths)
+        text = sys.getsizeof(source.text) + sys.getsizeof(source.runs) + TERM_BYTES * asked
     paths = _paths_bytes(units)
     return ANALYSIS_BYTES + sys.getsizeof(body) + text + paths + UNIT_BYTES * len(units)
 
