@@ -31,7 +31,7 @@ from lwc_trio.memory.text.ascii import ascii_words
 from lwc_trio.memory.text.bodies import ascii_bodies as _ascii_bodies
 from lwc_trio.memory.text.fields import SNIPPET_SCAN
 from lwc_trio.memory.text.fields import first_offsets as _first_offsets_spans
-from lwc_trio.memory.text.tokenize import plain_words, stem_words
+from lwc_trio.memory.text.tokenize import is_cjk, plain_words, stem_words
 from lwc_trio.memory.text.tokenize import token_spans as _token_spans
 
 
@@ -80,12 +80,42 @@ def test_whole_query_match_wins_over_the_first_term() -> None:
 
 
 def test_cjk_snippet_keeps_context_and_bound() -> None:
-    """CJK text has no spaces: the window still keeps context before the match and fits."""
+    """CJK text has no spaces: the window still keeps context before the match and fits,
+    a CJK character counting `CJK_WIDTH` (ten characters of context, about 22 in all)."""
     text = "数据" * 100 + "目标词" + "尾" * 300
     snippet = make_snippet(text, text.index("目标词"))
     assert "目标词" in snippet
-    assert len(snippet) <= SNIPPET_WINDOW
-    assert snippet.index("目标词") >= 30
+    assert len(snippet) + 3 * sum(map(is_cjk, snippet)) <= SNIPPET_WINDOW
+    assert snippet.index("目标词") == 1 + SNIPPET_LEAD // results_module.CJK_WIDTH
+
+
+def _chinese_page(seed: int) -> str:
+    """A long Chinese Page: 30 sections of prose about configuration and caches."""
+    words = ["配置", "缓存", "索引", "查询", "版本", "依赖", "测试", "文件", "目录", "模块"]
+    sections = []
+    for i in range(30):
+        text = "。".join(
+            "".join(words[(seed + i * 7 + j * 3 + k) % len(words)] for k in range(6))
+            for j in range(60)
+        )
+        sections.append(f"## 第{i}节\n\n{text}。\n")
+    return "\n".join(sections)
+
+
+def test_twenty_cjk_results_leave_room_for_their_pages(tmp_path: Path) -> None:
+    """A snippet is bounded by what it costs: a CJK character (about a token, as four
+    English characters are) counts four of the window's characters. Twenty results of long
+    Chinese Pages (a question at `maxDocuments` 20) spent the whole default budget on their
+    90-character snippets and brought no Page at all; the best Pages now come."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page(f"chapter-{i}", f"配置说明 {i}", _chinese_page(i)) for i in range(20)])
+    memory = ask("缓存配置", project, home=home, max_documents=20)
+    assert len(memory["results"]) == 20
+    assert memory["pages"], [row["snippet"] for row in memory["results"]]
+    assert sum(len(item["body"]) for item in memory["pages"]) >= 500
+    for row in memory["results"]:
+        snippet = row["snippet"]
+        assert len(snippet) + 3 * sum(map(is_cjk, snippet)) <= SNIPPET_WINDOW
 
 
 TEXT = st.lists(
@@ -99,12 +129,13 @@ TEXT = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(TEXT, st.integers(min_value=-1, max_value=2000))
 def test_snippet_is_always_one_bounded_line(text: str, at: int) -> None:
-    """For any text and offset: ≤ 180 characters, no line breaks, marks only where cut."""
+    """For any text and offset: within the window (a CJK character counting `CJK_WIDTH`),
+    no line breaks, marks only where cut."""
     snippet = make_snippet(text, at)
-    assert len(snippet) <= SNIPPET_WINDOW
+    assert results_module._width(snippet) <= SNIPPET_WINDOW
     assert "\n" not in snippet
     flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_WINDOW and not snippet.startswith(_ELLIPSIS):
+    if results_module._width(flat) <= SNIPPET_WINDOW and not snippet.startswith(_ELLIPSIS):
         assert snippet == flat
 
 
@@ -197,11 +228,11 @@ def test_at_most_65536_bodies_are_analyzed_at_once() -> None:
 # line for line (so `duplicates` pairs it with lwc_trio/memory/query/results.py) as the oracle the
 # property test below compares the shortcut with.
 def _whole_window_snippet(text: str, at: int) -> str:
-    """`make_snippet` as it was, flattening the whole 4 × SNIPPET_WINDOW window every time."""
+    """`make_snippet` flattening the whole 4 × SNIPPET_WINDOW window every time."""
     text = text[:SNIPPET_SCAN]
     lead = 0
     if 0 < at <= len(text):
-        lead = max(0, at - SNIPPET_LEAD)
+        lead = at - results_module._within(text[max(0, at - SNIPPET_LEAD) : at][::-1], SNIPPET_LEAD)
         while 0 < lead < at and _in_word(text[lead - 1]) and _in_word(text[lead]):
             lead += 1
         while 0 < lead < at and text[lead].isspace():
@@ -210,12 +241,12 @@ def _whole_window_snippet(text: str, at: int) -> str:
     flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
     budget = SNIPPET_WINDOW - len(prefix)
-    if len(flat) > budget or lead + len(window) < len(text):
-        room = budget - 1
+    if results_module._width(flat) > budget or lead + len(window) < len(text):
+        room = results_module._within(flat, budget - 1)
         piece = flat[:room]
         if len(flat) > room and not flat[room].isspace():
             cut = piece.rfind(" ")
-            if cut > room - SNIPPET_LEAD:
+            if cut >= 0 and results_module._width(piece[cut:]) < SNIPPET_LEAD:
                 piece = piece[:cut]
         flat = piece.rstrip() + _ELLIPSIS
     return prefix + flat

@@ -55,11 +55,18 @@ SNIPPET_MAX = 180
 """The longest snippet a result may carry (SPEC §2), a stored one included (`bounds.py`)."""
 SNIPPET_WINDOW = 90
 """The snippets lwc makes: at most this many characters, about 60 before the match and 60
-after. Eight results' 180-character snippets were a quarter of a default answer's metadata
-(SQuAD, `scripts/bench answers`: 1,105 → 1,012 tokens of metadata at 120, the answers found in
-bodies or snippets 97.2 % → 97.0 %), and the Page bodies carry the matching passages."""
+after; a CJK character counts `CJK_WIDTH` of them (`_width`). Eight results' 180-character
+snippets were a quarter of a default answer's metadata (SQuAD, `scripts/bench answers`:
+1,105 → 1,012 tokens of metadata at 120, the answers found in bodies or snippets 97.2 % →
+97.0 %), and the Page bodies carry the matching passages."""
 SNIPPET_LEAD = 40
-"""Characters of context kept before the match (as LWC), to the next word boundary."""
+"""Characters of context kept before the match (as LWC), to the next word boundary (a CJK
+character counting `CJK_WIDTH`)."""
+CJK_WIDTH = 4
+"""What a CJK character counts in a snippet's window: about a token, as four English
+characters are, and four cost units (three UTF-8 bytes and one). A window of 90 CJK
+characters cost 360 units: twenty results' snippets took a default answer's whole budget and
+left no room for a Page (docs/memory.md, "Snippets")."""
 PAGE_BODY_CAP = 15_000
 FOCUS_SCAN = 100_000
 """Characters of a Page body read (once, for its snippet and its `pages` entry) and searched
@@ -232,11 +239,31 @@ def _snippet_at(text: str, at: int, whole: WholeQuery | None, low: str | None = 
     return at if 0 < at <= len(text) else 0
 
 
+def _width(text: str) -> int:
+    """`text`'s length in a snippet's window: a CJK character counts `CJK_WIDTH`."""
+    if text.isascii():
+        return len(text)
+    return len(text) + (CJK_WIDTH - 1) * sum(map(is_cjk, text))
+
+
+def _within(text: str, width: int) -> int:
+    """How many characters of `text`, from its start, fit in `width` (`_width`)."""
+    if len(text) <= width and text.isascii():
+        return len(text)
+    used = 0
+    for index, char in enumerate(text):
+        used += CJK_WIDTH if is_cjk(char) else 1
+        if used > width:
+            return index
+    return len(text)
+
+
 def _window(text: str, at: int) -> str:
     """`make_snippet` for a text cut to `SNIPPET_SCAN` and a `_snippet_at` position."""
     lead = 0
     if at > 0:
-        lead = max(0, at - SNIPPET_LEAD)
+        before = text[max(0, at - SNIPPET_LEAD) : at]
+        lead = at - _within(before[::-1], SNIPPET_LEAD)
         # Start at a word boundary: skip the rest of a word the cut fell into (CJK
         # characters are words of their own), then the separators after it.
         while 0 < lead < at and _in_word(text[lead - 1]) and _in_word(text[lead]):
@@ -252,13 +279,13 @@ def _window(text: str, at: int) -> str:
         flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
     budget = SNIPPET_WINDOW - len(prefix)
-    if len(flat) > budget or lead + len(window) < len(text):
-        room = budget - 1
+    if _width(flat) > budget or lead + len(window) < len(text):
+        room = _within(flat, budget - 1)
         piece = flat[:room]
         if len(flat) > room and not flat[room].isspace():
             cut = piece.rfind(" ")
             # Cut at the last word boundary unless that loses most of the window (CJK).
-            if cut > room - SNIPPET_LEAD:
+            if cut >= 0 and _width(piece[cut:]) < SNIPPET_LEAD:
                 piece = piece[:cut]
         flat = piece.rstrip() + _ELLIPSIS
     return prefix + flat
