@@ -180,6 +180,26 @@ def test_a_long_paragraph_stays_runs_of_its_sentences() -> None:
     assert all(u.end - u.start <= UNIT_MAX for u in units)
 
 
+@pytest.mark.parametrize("language", ["chinese", "english"])
+def test_more_room_never_loses_the_page(language: str) -> None:
+    """A Page whose best section comes cut at every room from a few hundred units up keeps
+    coming at each larger room. The passage's estimate left out the marker before a Page's
+    first passage: where the chosen cut came within a few units of the room, the rendered
+    passage overshot and the Page was dropped whole, at rooms between two that fit."""
+    if language == "chinese":
+        sentence, heading = "缓存的配置需要索引和查询。", "缓存"
+    else:
+        sentence, heading = "The cache config needs an index and a query. ", "Cache"
+    body = f"# Guide\n\n## Intro\n\n{FILLER}\n\n## {heading}\n\n{sentence * 150}\n"
+    came = [
+        room
+        for room in range(600, 1_400)
+        if focus(body, terms(f"{heading} config"), room, 15_000).body
+    ]
+    assert came
+    assert came == list(range(came[0], 1_400))
+
+
 def test_a_page_that_fits_comes_whole() -> None:
     got = focus(DOC, terms("cancelled request"), body_units(DOC), 15_000)
     assert got.body == DOC

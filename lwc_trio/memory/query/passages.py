@@ -992,22 +992,31 @@ def allot(
     }
     whole = taking.whole
 
-    def over() -> bool:
+    def over() -> tuple[int, bool]:
+        """Cost units over `room` (at most 0 when within), and whether characters are."""
         units = sum(slots[i].entry + body_units(slots[i].body) for i in whole)
         units += sum(slots[i].cut_entry + body_units(text) for i, text in rendered.items())
         size = sum(len(slots[i].body) for i in whole) + sum(map(len, rendered.values()))
-        return (
-            units > room
-            or size > chars
-            or any(len(text) > slots[i].chars for i, text in rendered.items())
+        return units - room, size > chars or any(
+            len(text) > slots[i].chars for i, text in rendered.items()
         )
 
-    # The estimate above counts every separator at its largest: the answer always fits;
-    # should the text between joined units still overshoot, drop the lowest-scored ones.
-    while rendered and over():
+    # The estimate above leaves out the text between joined units and the marker before a
+    # Page's first passage; should the answer overshoot, the lowest-scored unit is cut
+    # shorter by as much, or dropped when it cannot be: a Page whose one passage was over
+    # by a few units had been left out whole (long CJK Pages at 20 results).
+    while rendered:
+        excess, too_long = over()
+        if excess <= 0 and not too_long:
+            break
         _s, i, j = min((scores[i][j] * slots[i].prior, -i, -j) for i in chosen for j in chosen[i])
         i, j = -i, -j
-        del chosen[i][j]
+        text = chosen[i][j]
+        shorter = None if too_long else _cut(text, body_units(text) - excess, len(text) - 1)
+        if shorter is not None:
+            chosen[i][j] = shorter
+        else:
+            del chosen[i][j]
         if chosen[i]:
             rendered[i] = _render(slots[i].body, analyses[i][0], chosen[i], slots[i].title)
         else:
