@@ -66,7 +66,7 @@ CJK_WIDTH = 4
 """What a CJK character counts in a snippet's window: about a token, as four English
 characters are, and four cost units (three UTF-8 bytes and one). A window of 90 CJK
 characters cost 360 units: twenty results' snippets took a default answer's whole budget and
-left no room for a Page (docs/memory.md, "Snippets")."""
+left no room for a Page (docs/memory.md, "Result rows")."""
 PAGE_BODY_CAP = 15_000
 FOCUS_SCAN = 100_000
 """Characters of a Page body read (once, for its snippet and its `pages` entry) and searched
