@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from benchmarks.registry import SCENARIOS, find
+from benchmarks.scenarios import cjk
 from benchmarks.scenarios.docs import main as docs_main
 from benchmarks.scenarios.docs_baselines import reading as baseline_reading
 from benchmarks.scenarios.docs_corpus import Page as DocsPage
@@ -220,6 +221,18 @@ def test_docs_scenario_asks_the_real_lwc(
     shown = (tmp_path / "dump" / "t-1.txt").read_text()
     assert "Q: how do I install the daemon on linux" in shown
     assert "Run `tool setup --system` as root" in shown
+
+
+def test_cjk_scenario_asks_both_wikis(capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench cjk` imports the Chinese and the English Wiki with the real lwc, asks both over
+    stdio, and its checks hold on a small run; the two Wikis say the same, word for word."""
+    chinese, english = cjk.pages(2, 0), cjk.pages(2, 1)
+    assert [p["slug"] for p in chinese] == [p["slug"] for p in english]
+    assert chinese[0]["body"].count("。") == english[0]["body"].count(".")
+    assert cjk.main(["--pages", "3", "--questions", "3", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [run["wiki"] for run in result["runs"]] == ["chinese", "english"]
+    assert all(run["without_pages"] == 0 for run in result["runs"])
 
 
 def test_a_benchmark_server_runs_this_checkout(
