@@ -432,6 +432,19 @@ def test_a_short_page_that_fits_comes_whole_past_its_share() -> None:
     assert dumps_compact(again[1:]) == dumps_compact(got[1:])
 
 
+def test_the_pages_never_take_more_than_their_room() -> None:
+    """At every room, the Pages' entries with their commas cost no more than the room. An
+    entry was counted without the quotes of its empty body, which `body_units` leaves out
+    too: two units a Page under, so whole Pages could overshoot by eight units."""
+    short = "Cache config needs an index. " * 3
+    long = "# Guide\n\n## Cache\n\n" + ("The cache config needs an index. " * 40 + "\n\n") * 5
+    for bodies in ([short] * 3, [long, short], [short] * 6):
+        pages = [_page(f"p{i}", body) for i, body in enumerate(bodies)]
+        for room in range(200, 2_500, 7):
+            got = fit_pages(pages, terms("cache config"), room)
+            assert sum(text_cost(dumps_compact(item)) + 1 for item in got) <= room, room
+
+
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
 def test_counted_sizes_equal_the_encoded_ones(text: str) -> None:
     """`fit_pages` counts an entry's size instead of encoding its body again."""

@@ -1002,9 +1002,10 @@ def allot(
         )
 
     # The estimate above leaves out the text between joined units and the marker before a
-    # Page's first passage; should the answer overshoot, the lowest-scored unit is cut
-    # shorter by as much, or dropped when it cannot be: a Page whose one passage was over
-    # by a few units had been left out whole (long CJK Pages at 20 results).
+    # Page's first passage; should the answer overshoot its units, the lowest-scored unit is
+    # cut shorter by as much, or dropped when it cannot be (a Page whose one passage was over
+    # by a few units had been left out whole: long CJK Pages at 20 results); over its
+    # characters, it is dropped.
     while rendered:
         excess, too_long = over()
         if excess <= 0 and not too_long:

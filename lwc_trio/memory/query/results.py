@@ -28,7 +28,7 @@ from lwc_trio.memory.query.passages import caps as page_caps
 from lwc_trio.memory.query.search import Hit
 from lwc_trio.memory.text.fields import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.text.markdown import attribute_free, sections
-from lwc_trio.memory.text.tokenize import is_cjk
+from lwc_trio.memory.text.tokenize import has_cjk, is_cjk
 from lwc_trio.protocol.jsonrpc import to_bytes
 from lwc_trio.protocol.units import text_cost
 
@@ -54,8 +54,8 @@ __all__ = [
 SNIPPET_MAX = 180
 """The longest snippet a result may carry (SPEC §2), a stored one included (`bounds.py`)."""
 SNIPPET_WINDOW = 90
-"""The snippets lwc makes: at most this many characters, about 60 before the match and 60
-after; a CJK character counts `CJK_WIDTH` of them (`_width`). Eight results' 180-character
+"""The snippets lwc makes: at most this wide (`_width`: a character each, a CJK character
+`CJK_WIDTH`), up to `SNIPPET_LEAD` of it before the match. Eight results' 180-character
 snippets were a quarter of a default answer's metadata (SQuAD, `scripts/bench answers`:
 1,105 → 1,012 tokens of metadata at 120, the answers found in bodies or snippets 97.2 % →
 97.0 %), and the Page bodies carry the matching passages."""
@@ -64,7 +64,8 @@ SNIPPET_LEAD = 40
 character counting `CJK_WIDTH`)."""
 CJK_WIDTH = 4
 """What a CJK character counts in a snippet's window: about a token, as four English
-characters are, and four cost units (three UTF-8 bytes and one). A window of 90 CJK
+characters are, and four cost units (three UTF-8 bytes and one; five for the rarer
+ideographs beyond the Basic Multilingual Plane). A window of 90 CJK
 characters cost 360 units: twenty results' snippets took a default answer's whole budget and
 left no room for a Page (docs/memory.md, "Result rows")."""
 PAGE_BODY_CAP = 15_000
@@ -220,7 +221,7 @@ def _whole_match(text: str, whole: WholeQuery, low: str | None = None) -> int:
 
 
 def make_snippet(text: str, at: int, whole: WholeQuery | None = None) -> str:
-    """At most `SNIPPET_WINDOW` characters of `text` around a match, on one line.
+    """`text` around a match, on one line, at most `SNIPPET_WINDOW` wide (`_width`).
 
     The window starts about `SNIPPET_LEAD` characters before the first match of the whole
     query (`whole`), else before `at` (the first matching term, stored at write time; -1:
@@ -241,15 +242,15 @@ def _snippet_at(text: str, at: int, whole: WholeQuery | None, low: str | None = 
 
 def _width(text: str) -> int:
     """`text`'s length in a snippet's window: a CJK character counts `CJK_WIDTH`."""
-    if text.isascii():
+    if text.isascii() or not has_cjk(text):
         return len(text)
     return len(text) + (CJK_WIDTH - 1) * sum(map(is_cjk, text))
 
 
 def _within(text: str, width: int) -> int:
     """How many characters of `text`, from its start, fit in `width` (`_width`)."""
-    if len(text) <= width and text.isascii():
-        return len(text)
+    if text.isascii() or not has_cjk(text):
+        return min(len(text), width)
     used = 0
     for index, char in enumerate(text):
         used += CJK_WIDTH if is_cjk(char) else 1
@@ -640,12 +641,13 @@ def _fit_pages(
     for page, cap, prior, credit in zip(ordered, caps, weights, credits, strict=True):
         outline_ = outline(page.head, page.title) if page.head else []
         whole = page.offset < 0 and len(page.head) == page.length
-        # The entry without its body ("" costs 2 units), and the comma before the next,
+        # The entry with an empty body (its quotes stay: `body_units` is what a body adds to
+        # them), and the comma before the next,
         # less what its result row gives back.
         bare = page.to_json("", False)
         bare["truncated"] = page.cut
-        entry = text_cost(dumps_compact(bare)) - 2 + 1 - credit
-        cut_entry = text_cost(dumps_compact(_cut_entry(page, "", outline_))) - 2 + 1 - credit
+        entry = text_cost(dumps_compact(bare)) + 1 - credit
+        cut_entry = text_cost(dumps_compact(_cut_entry(page, "", outline_))) + 1 - credit
         heads.append(outline_)
         slots.append(
             Slot(page.head, prior, cap, PAGE_BODY_CAP, entry, cut_entry, whole, page.title)
