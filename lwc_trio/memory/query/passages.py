@@ -444,8 +444,8 @@ class _Terms(_Counted):
     counted `HEADING_WEIGHT` times, then its text), every term between its own two `_SEP`s,
     in one string (each unit's from its offset in `starts`), and each unit's CJK runs, one a
     line, in another (`runs`, from `run_starts`). A query counts only its own terms, by
-    `str.find` (`_term_counts`): a CJK term (a character or a pair) in the runs, any other
-    in the words. A term kept takes a few bytes here where a count by term takes about a
+    `str.find` (`found`): each in the words, a CJK character or pair in the runs too. A
+    term kept takes a few bytes here where a count by term takes about a
     hundred, and a CJK run of n characters holds 2n - 1 terms in n characters, so long CJK
     Pages are kept, and analysed without a string made for each of their terms. A body
     without CJK characters (`countable`: at most a term a word) is counted by term from its

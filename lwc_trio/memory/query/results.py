@@ -642,8 +642,7 @@ def _fit_pages(
         outline_ = outline(page.head, page.title) if page.head else []
         whole = page.offset < 0 and len(page.head) == page.length
         # The entry with an empty body (its quotes stay: `body_units` is what a body adds to
-        # them), and the comma before the next,
-        # less what its result row gives back.
+        # them) and the comma before the next, less what its result row gives back.
         bare = page.to_json("", False)
         bare["truncated"] = page.cut
         entry = text_cost(dumps_compact(bare)) + 1 - credit
