@@ -451,21 +451,25 @@ class _Terms(_Counted):
     without CJK characters (`countable`: at most a term a word) is counted by term from its
     second question on, as an ASCII body is (`_Texts`)."""
 
-    __slots__ = ("countable", "run_starts", "runs", "starts", "text")
+    __slots__ = ("run_starts", "runs", "starts", "text")
 
     def __init__(
         self,
         text: str,
         starts: tuple[int, ...],
-        runs: str = "",
-        run_starts: tuple[int, ...] = (),
+        runs: str,
+        run_starts: tuple[int, ...],
     ) -> None:
         super().__init__()
         self.text = text
         self.starts = starts
         self.runs = runs
         self.run_starts = run_starts
-        self.countable = not runs
+
+    @property
+    def countable(self) -> bool:
+        """No CJK run: at most a term a word, so counts by term are kept."""
+        return not self.runs
 
     def found(self, terms: Sequence[str]) -> Counts:
         """Every term of `text` stands between its own two `_SEP`s, so each find of it with
@@ -596,8 +600,6 @@ def _analysis(body: str) -> Analysis:
         cjk.append(lines)
         run_starts.append(run_at)
         run_at += len(lines)
-    if not run_at:
-        return passages, tuple(lengths), _Terms("".join(texts), tuple(starts))
     terms = _Terms("".join(texts), tuple(starts), "".join(cjk), tuple(run_starts))
     return passages, tuple(lengths), terms
 
