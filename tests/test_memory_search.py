@@ -550,3 +550,17 @@ def test_preset_cancel_raises_memory_cancelled(tmp_path: Path) -> None:
     event.set()
     with pytest.raises(MemoryCancelled):
         ask("alpha", project, home=home, cancelled=event)
+
+
+def test_a_hindi_word_finds_the_pages_that_hold_it(tmp_path: Path) -> None:
+    """A Devanagari word is one term, vowel signs and viramas included: `परीक्षण` (testing)
+    finds its Page, not the one that says only `प्रमाणपत्र` (certificate), which shares some
+    of its letters (format 6 split both words at every sign and matched them by the pieces)."""
+    project, db, home = new_project(tmp_path)
+    put_among_filler(
+        db,
+        page("testing", "परीक्षण", "हर परीक्षण से पहले कैश साफ़ करें।"),
+        page("certificates", "प्रमाणपत्र", "सर्वर का प्रमाणपत्र हर साल बदलें।"),
+    )
+    assert ids(ask("परीक्षण", project, home=home)) == ["testing"]
+    assert ids(ask("प्रमाणपत्र बदलें", project, home=home)) == ["certificates"]

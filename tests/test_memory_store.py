@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest_memory import add_source, ask, new_project, new_store, page, put_pages, snapshot
+from conftest_memory import (
+    add_source,
+    ask,
+    ids,
+    new_project,
+    new_store,
+    page,
+    put_pages,
+    snapshot,
+)
 
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.format import schema
@@ -26,6 +36,7 @@ from lwc_trio.memory.storage.store import (
     translate_error,
     write_transaction,
 )
+from lwc_trio.memory.text import tokenize
 
 
 def meta(db: Path) -> dict[str, str]:
@@ -406,15 +417,17 @@ FORMAT_5_SEARCH = (
     "UPDATE meta SET value = '5' WHERE key = 'format_version'",
 )
 
-_SEGMENT_ROWS = "SELECT term, seg, postings, heads FROM search_segments ORDER BY term, seg"
+# Format 6's tables are today's; only its analyzer differed (`FORMAT_6_ANALYZER`).
+FORMAT_6_SEARCH = ("UPDATE meta SET value = '6' WHERE key = 'format_version'",)
 
 
 @pytest.mark.parametrize("how", ["repair", "write"])
-@pytest.mark.parametrize("old", [2, 3, 4, 5])
+@pytest.mark.parametrize("old", [2, 3, 4, 5, 6])
 def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, old: int) -> None:
-    """A format-2 to -5 store gets guidance (`lwc repair`), never results; repair or any
-    write migrates it (formats 2-4 are re-indexed, format 5's postings rows are kept as they
-    are), after which it answers exactly like a store built in the current format."""
+    """A format-2 to -6 store gets guidance (`lwc repair`), never results; repair or any
+    write migrates it (formats 2-4 and 6 are re-indexed, format 5's postings rows are copied
+    on the way to 6), after which it answers exactly like a store built in the current
+    format."""
     project, db, home = new_project(tmp_path)
     pages = [
         page(f"p{i}", f"Kubernetes note {i}", f"caching pods and nodes {i} " * 20)
@@ -422,10 +435,8 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     ]
     put_pages(db, pages)
     before = ask("kubernetes cache", project, home=home, scope="project")
-    rows = _rows(db, _SEGMENT_ROWS)
-    tamper(
-        db, *{2: FORMAT_2_SEARCH, 3: FORMAT_3_SEARCH, 4: FORMAT_4_SEARCH, 5: FORMAT_5_SEARCH}[old]
-    )
+    formats = {2: FORMAT_2_SEARCH, 3: FORMAT_3_SEARCH, 4: FORMAT_4_SEARCH, 5: FORMAT_5_SEARCH}
+    tamper(db, *{**formats, 6: FORMAT_6_SEARCH}[old])
     assert meta(db)["format_version"] == str(old)
     refused = ask("kubernetes cache", project, home=home, scope="project")
     assert refused["state"] == "unavailable"
@@ -441,16 +452,42 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     after = ask("kubernetes cache", project, home=home, scope="project")
     assert after["results"] == before["results"]
     assert after["pages"] == before["pages"]
-    if old == 5 and how == "write":  # `lwc repair` re-indexes whatever the format
-        assert _rows(db, _SEGMENT_ROWS) == rows
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+# Format 6's analyzer: only the Latin blocks' combining marks stayed inside a word.
+FORMAT_6_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+HINDI = {
+    "testing": ("परीक्षण", "हर परीक्षण से पहले कैश साफ़ करें।"),
+    "certificates": ("प्रमाणपत्र", "सर्वर का प्रमाणपत्र हर साल बदलें।"),
+}
+
+
+@pytest.mark.parametrize("how", ["repair", "write"])
+def test_a_format_6_store_is_indexed_again_with_whole_words(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Format 6 split a Devanagari word at each vowel sign and virama, so `परीक्षण`
+    (testing) also found the Page that says only `प्रमाणपत्र` (certificate), through their
+    shared one-letter pieces. Migrating to format 7 indexes every Page again: the query then
+    finds the Page holding the word, and only it."""
+    project, db, home = new_project(tmp_path)
+    with monkeypatch.context() as old:  # write the index as format 6's analyzer did
+        word_class = f"(?:[^\\W_{tokenize._CJK_RANGES}]|[{FORMAT_6_MARKS}])"
+        old.setattr(tokenize, "_WORD", re.compile(f"[^\\W_]{word_class}*"))
+        old.setattr(tokenize, "_RUN", re.compile(
+            f"(?P<cjk>[{tokenize._CJK_RANGES}]+)|(?P<word>[^\\W_{tokenize._CJK_RANGES}]{word_class}*)"
+        ))  # fmt: skip
+        put_pages(db, [page(slug, title, body) for slug, (title, body) in HINDI.items()])
+    tamper(db, *FORMAT_6_SEARCH)
+    refused = ask("परीक्षण", project, home=home, scope="project")
+    assert refused["error"]["code"] == "unsupported_store_version"
+    with Wiki(db) as wiki:
+        if how == "repair":
+            wiki.repair()
+        else:
+            wiki.set_graph_enabled(True)
+    assert meta(db)["format_version"] == "7"
+    assert ids(ask("परीक्षण", project, home=home, scope="project")) == ["testing"]
 
 
 def test_format_change_is_seen_by_a_pooled_reader(tmp_path: Path) -> None:

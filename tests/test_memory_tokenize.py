@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lwc_trio.memory.text.marks import MARKS, UNSPACED
 from lwc_trio.memory.text.tokenize import (
     _RUN,
     MAX_TERMS,
@@ -225,3 +229,42 @@ def test_cjk_terms_come_in_the_analyzers_order(text: str) -> None:
     assert list(token_spans(text, query=True)) == _spans_one_by_one(text, query=True)
     assert index_terms(text) == [term for term, _w, _s in spans]
     assert index_words(text) == ([t for t, _w, _s in spans], [w for _t, w, _s in spans])
+
+
+def test_words_keep_the_vowel_signs_and_viramas_of_their_script() -> None:
+    """A Devanagari, Bengali or Tamil word is one term: its vowel signs and viramas are
+    combining marks inside it, as an accent is in a Latin word (the virama folds away like
+    one). Arabic and Hebrew vowel points fold away, so a pointed word meets its plain form."""
+    assert tokenize("विन्यास फ़ाइल") == [fold("विन्यास"), fold("फ़ाइल")]
+    assert fold("विन्यास") == "विनयास"  # NFKD, the virama dropped as accents are
+    assert len(tokenize("পরীক্ষা করুন")) == 2
+    assert len(tokenize("தமிழ் மொழி")) == 2
+    assert tokenize("كَتَبَ الدَّرْسَ") == tokenize("كتب الدرس") == ["كتب", "الدرس"]
+    assert tokenize("שָׁלוֹם") == tokenize("שלום") == ["שלום"]
+    # A word is never split at a mark, and a term never starts with one.
+    assert all(not unicodedata.category(term[0]).startswith("M") for term in tokens("ज़िंदगी है"))
+
+
+def test_scripts_without_spaces_between_words_are_split_as_before() -> None:
+    """Thai, Lao, Khmer and Myanmar write a phrase without spaces and have no segmentation
+    here: their marks still end a term, as before format 7 (docs/memory.md, "Analyzer")."""
+    assert tokenize("การตั้งค่า") == ["การต", "งค", "า"]
+    assert tokenize("ការកំណត់") == ["ក", "រក", "ណត"]
+
+
+def test_the_marks_table_is_unicode_14s_marks_but_the_unspaced_scripts() -> None:
+    """`MARKS` holds exactly Unicode 14.0's marks outside `UNSPACED` (checked on Python 3.11,
+    whose `unicodedata` is 14.0; on a later one, the table is a fixed subset of its marks)."""
+    listed: set[str] = set()
+    for start, end in re.findall(r"(.)(?:-(.))?", MARKS):
+        listed.update(map(chr, range(ord(start), ord(end or start) + 1)))
+    wanted = {
+        chr(c)
+        for c in range(0x110000)
+        if unicodedata.category(chr(c)).startswith("M")
+        and not any(low <= c <= high for low, high in UNSPACED)
+    }
+    if unicodedata.unidata_version == "14.0.0":
+        assert listed == wanted
+    else:
+        assert listed <= wanted

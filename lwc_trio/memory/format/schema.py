@@ -32,7 +32,7 @@ __all__ = [
     "read_format_version",
 ]
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 """Bumped whenever the DDL, the analyzer or the meaning of a stored value changes; the
 writer brings an older store up to it (`index/migrations.py`)."""
 

@@ -75,6 +75,10 @@ MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         "DROP TABLE search_segments_format5",
         SEGMENTS_BY_TERM_DDL,
     ),
+    # 6 -> 7: the analyzer keeps every script's combining marks inside its words (a
+    # Devanagari vowel sign or virama no longer splits a word: `text/marks.py`), so every
+    # Page and Source is indexed again; the tables keep their shape.
+    6: (_rebuild_search_index,),
 }
 
 

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import attrs
 import Stemmer
 
+from lwc_trio.memory.text.marks import MARKS
+
 __all__ = [
     "MAX_TERMS",
     "STOP_WORDS",
@@ -63,12 +65,12 @@ _CJK_RANGES = (
     "\uff66-\uff9f"  # halfwidth Katakana
     "\U00020000-\U0003134f"  # CJK extensions B-G
 )
-# Combining marks belong to the word they follow ("e" + U+0301 is one word, folded to "e").
-_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+# Combining marks belong to the word they follow ("e" + U+0301 is one word, folded to "e";
+# a Devanagari vowel sign or virama is part of its word: `marks.py`).
 
 # `[^\W_]` is exactly `str.isalnum()`; CJK characters are carved out of words so that they
 # always go through the character path.
-_WORD_CLASS = f"(?:[^\\W_{_CJK_RANGES}]|[{_MARKS}])"
+_WORD_CLASS = f"(?:[^\\W_{_CJK_RANGES}]|[{MARKS}])"
 _RUN = re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|(?P<word>[^\\W_{_CJK_RANGES}]{_WORD_CLASS}*)")
 _CJK_CHAR = re.compile(f"[{_CJK_RANGES}]")
 _WORD = re.compile(f"[^\\W_]{_WORD_CLASS}*")
