@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,41 +82,67 @@ def test_whole_query_match_wins_over_the_first_term() -> None:
 
 def test_cjk_snippet_keeps_context_and_bound() -> None:
     """CJK text has no spaces: the window still keeps context before the match and fits,
-    a CJK character counting `CJK_WIDTH` (ten characters of context, about 22 in all)."""
+    a CJK character counting its four cost units (ten characters of context, 22 in all)."""
     text = "数据" * 100 + "目标词" + "尾" * 300
     snippet = make_snippet(text, text.index("目标词"))
     assert "目标词" in snippet
-    assert len(snippet) + 3 * sum(map(is_cjk, snippet)) <= SNIPPET_WINDOW
-    assert snippet.index("目标词") == 1 + SNIPPET_LEAD // results_module.CJK_WIDTH
+    assert _cost_width(snippet) <= SNIPPET_WINDOW
+    assert snippet.index("目标词") == 1 + SNIPPET_LEAD // 4
 
 
-def _chinese_page(seed: int) -> str:
-    """A long Chinese Page: 30 sections of prose about configuration and caches."""
-    words = ["配置", "缓存", "索引", "查询", "版本", "依赖", "测试", "文件", "目录", "模块"]
+PROSE = {
+    # A script's words about configuration and caches, how words join, how a sentence ends.
+    "chinese": (("配置", "缓存", "索引", "查询", "版本", "依赖", "测试", "文件", "目录", "模块"), "", "。"),
+    "hindi": (
+        ("विन्यास", "कैश", "सूचकांक", "प्रश्न", "संस्करण", "निर्भरता", "परीक्षण", "फ़ाइल",
+         "निर्देशिका", "मॉड्यूल"),
+        " ", "। ",
+    ),
+    "russian": (
+        ("настройка", "кэш", "индекс", "запрос", "версия", "зависимость", "тест", "файл",
+         "каталог", "модуль"),
+        " ", ". ",
+    ),
+}  # fmt: skip
+
+
+def _long_page(language: str, seed: int) -> str:
+    """A long Page in `language`: 30 sections of prose about configuration and caches."""
+    words, space, stop = PROSE[language]
     sections = []
     for i in range(30):
-        text = "。".join(
-            "".join(words[(seed + i * 7 + j * 3 + k) % len(words)] for k in range(6))
+        text = stop.join(
+            space.join(words[(seed + i * 7 + j * 3 + k) % len(words)] for k in range(6))
             for j in range(60)
         )
-        sections.append(f"## 第{i}节\n\n{text}。\n")
+        sections.append(f"## {words[i % len(words)]} {i}\n\n{text}{stop.strip()}\n")
     return "\n".join(sections)
 
 
-def test_twenty_cjk_results_leave_room_for_their_pages(tmp_path: Path) -> None:
-    """A snippet is bounded by what it costs: a CJK character (about a token, as four
-    English characters are) counts four of the window's characters. Twenty results of long
-    Chinese Pages (a question at `maxDocuments` 20) spent the whole default budget on their
-    90-character snippets and brought no Page at all; the best Pages now come."""
+def _cost_width(snippet: str) -> int:
+    """A snippet's cost units without JSON escapes: UTF-8 bytes and one more a CJK character."""
+    return len(snippet.encode()) + sum(map(is_cjk, snippet))
+
+
+@pytest.mark.parametrize("language", list(PROSE))
+def test_twenty_results_leave_room_for_their_pages(tmp_path: Path, language: str) -> None:
+    """A snippet is bounded by what it costs: each character counts its cost units (a CJK
+    character four, as four English characters are about a token; a Devanagari one three,
+    a Cyrillic one two). Twenty results of long Chinese or Hindi Pages (a question at
+    `maxDocuments` 20) spent the whole default budget on their 90-character snippets and
+    brought no Page at all; the best Pages now come."""
+    words, space, _stop = PROSE[language]
     project, db, home = new_project(tmp_path)
-    put_pages(db, [page(f"chapter-{i}", f"配置说明 {i}", _chinese_page(i)) for i in range(20)])
-    memory = ask("缓存配置", project, home=home, max_documents=20)
+    put_pages(
+        db,
+        [page(f"chapter-{i}", f"{words[i % 10]} {i}", _long_page(language, i)) for i in range(20)],
+    )
+    memory = ask(space.join(words[1::-1]), project, home=home, max_documents=20)
     assert len(memory["results"]) == 20
     assert memory["pages"], [row["snippet"] for row in memory["results"]]
     assert sum(len(item["body"]) for item in memory["pages"]) >= 500
     for row in memory["results"]:
-        snippet = row["snippet"]
-        assert len(snippet) + 3 * sum(map(is_cjk, snippet)) <= SNIPPET_WINDOW
+        assert _cost_width(row["snippet"]) <= SNIPPET_WINDOW
 
 
 TEXT = st.lists(
@@ -129,7 +156,7 @@ TEXT = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(TEXT, st.integers(min_value=-1, max_value=2000))
 def test_snippet_is_always_one_bounded_line(text: str, at: int) -> None:
-    """For any text and offset: within the window (a CJK character counting `CJK_WIDTH`),
+    """For any text and offset: within the window (`_width`, its cost units),
     no line breaks, marks only where cut."""
     snippet = make_snippet(text, at)
     assert results_module._width(snippet) <= SNIPPET_WINDOW
@@ -240,9 +267,9 @@ def _whole_window_snippet(text: str, at: int) -> str:
     window = text[lead : lead + 4 * SNIPPET_WINDOW]
     flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
-    budget = SNIPPET_WINDOW - len(prefix)
+    budget = SNIPPET_WINDOW - results_module._width(prefix)
     if results_module._width(flat) > budget or lead + len(window) < len(text):
-        room = results_module._within(flat, budget - 1)
+        room = results_module._within(flat, budget - results_module._width(_ELLIPSIS))
         piece = flat[:room]
         if len(flat) > room and not flat[room].isspace():
             cut = piece.rfind(" ")
@@ -426,3 +453,16 @@ def test_a_row_another_thread_keeps_meanwhile_is_still_returned() -> None:
     conn = sqlite3.connect(":memory:")
     found = results_module._cached(kept, results_module._Rows(), ["a"], read, conn, lambda r: r[3])
     assert found == {"a": row}
+
+
+def test_a_snippet_starts_at_a_word_boundary_in_every_script() -> None:
+    """The window's lead skips the rest of a word it fell into, the word's combining marks
+    included: a Hindi snippet starts with a whole word, never with a vowel sign (`…ै`)."""
+    words = PROSE["hindi"][0]
+    text = " ".join(words[i % len(words)] for i in range(200))
+    for at in range(40, 400, 7):
+        word_start = text.rfind(" ", 0, at) + 1
+        snippet = make_snippet(text, word_start)
+        first = snippet.removeprefix(_ELLIPSIS)[0]
+        assert not unicodedata.category(first).startswith("M"), snippet
+        assert snippet.removeprefix(_ELLIPSIS).split(" ")[0] in words, snippet

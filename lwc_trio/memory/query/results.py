@@ -15,6 +15,7 @@ import itertools
 import re
 import sqlite3
 import threading
+import unicodedata
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -54,20 +55,14 @@ __all__ = [
 SNIPPET_MAX = 180
 """The longest snippet a result may carry (SPEC §2), a stored one included (`bounds.py`)."""
 SNIPPET_WINDOW = 90
-"""The snippets lwc makes: at most this wide (`_width`: a character each, a CJK character
-`CJK_WIDTH`), up to `SNIPPET_LEAD` of it before the match. Eight results' 180-character
-snippets were a quarter of a default answer's metadata (SQuAD, `scripts/bench answers`:
-1,105 → 1,012 tokens of metadata at 120, the answers found in bodies or snippets 97.2 % →
-97.0 %), and the Page bodies carry the matching passages."""
+"""The snippets lwc makes: at most this many cost units wide (`_width`), up to `SNIPPET_LEAD`
+of them before the match. Eight results' 180-character snippets were a quarter of a default
+answer's metadata (SQuAD, `scripts/bench answers`: 1,105 → 1,012 tokens of metadata at 120,
+the answers found in bodies or snippets 97.2 % → 97.0 %), and the Page bodies carry the
+matching passages."""
 SNIPPET_LEAD = 40
-"""Characters of context kept before the match (as LWC), to the next word boundary (a CJK
-character counting `CJK_WIDTH`)."""
-CJK_WIDTH = 4
-"""What a CJK character counts in a snippet's window: about a token, as four English
-characters are, and four cost units (three UTF-8 bytes and one; five for the rarer
-ideographs beyond the Basic Multilingual Plane). A window of 90 CJK
-characters cost 360 units: twenty results' snippets took a default answer's whole budget and
-left no room for a Page (docs/memory.md, "Result rows")."""
+"""Cost units of context kept before the match (as LWC's 40 characters in English text), to
+the next word boundary."""
 PAGE_BODY_CAP = 15_000
 FOCUS_SCAN = 100_000
 """Characters of a Page body read (once, for its snippet and its `pages` entry) and searched
@@ -168,7 +163,9 @@ class PageBody:
 
 
 def _in_word(char: str) -> bool:
-    return char.isalnum() and not is_cjk(char)
+    """A character of a word (a letter, digit or combining mark: `tokenize`'s words) other
+    than CJK, whose characters are words of their own."""
+    return (char.isalnum() or unicodedata.category(char).startswith("M")) and not is_cjk(char)
 
 
 @attrs.frozen
@@ -241,19 +238,31 @@ def _snippet_at(text: str, at: int, whole: WholeQuery | None, low: str | None = 
 
 
 def _width(text: str) -> int:
-    """`text`'s length in a snippet's window: a CJK character counts `CJK_WIDTH`."""
-    if text.isascii() or not has_cjk(text):
+    """`text`'s width in a snippet's window: its cost units without JSON escapes (a
+    character each in ASCII text; else its UTF-8 bytes, and one more a CJK character, as
+    `protocol.units.cost` counts). A window of 90 Devanagari characters cost 270 units, of CJK
+    ones 360: twenty results' snippets took a default answer's whole budget and left no room
+    for a Page (docs/memory.md, "Result rows")."""
+    if text.isascii():
         return len(text)
-    return len(text) + (CJK_WIDTH - 1) * sum(map(is_cjk, text))
+    return len(text.encode()) + (sum(map(is_cjk, text)) if has_cjk(text) else 0)
+
+
+def _char_width(char: str) -> int:
+    """One non-ASCII character's `_width`."""
+    code = ord(char)
+    width = 2 if code < 0x800 else 3 if code < 0x10000 else 4
+    return width + 1 if is_cjk(char) else width
 
 
 def _within(text: str, width: int) -> int:
-    """How many characters of `text`, from its start, fit in `width` (`_width`)."""
-    if text.isascii() or not has_cjk(text):
+    """How many characters of `text`, from its start, fit in `width` (`_width`): a walk of
+    at most `width` characters, each at least one unit."""
+    if text.isascii():
         return min(len(text), width)
     used = 0
     for index, char in enumerate(text):
-        used += CJK_WIDTH if is_cjk(char) else 1
+        used += 1 if char.isascii() else _char_width(char)
         if used > width:
             return index
     return len(text)
@@ -279,9 +288,9 @@ def _window(text: str, at: int) -> str:
         window = text[lead : lead + 4 * SNIPPET_WINDOW]
         flat = " ".join(window.split())
     prefix = _ELLIPSIS if lead > 0 and flat else ""
-    budget = SNIPPET_WINDOW - len(prefix)
+    budget = SNIPPET_WINDOW - _width(prefix)
     if _width(flat) > budget or lead + len(window) < len(text):
-        room = _within(flat, budget - 1)
+        room = _within(flat, budget - _width(_ELLIPSIS))
         piece = flat[:room]
         if len(flat) > room and not flat[room].isspace():
             cut = piece.rfind(" ")
