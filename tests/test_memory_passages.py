@@ -300,12 +300,24 @@ def test_a_section_ending_with_a_colon_comes_only_with_the_section_it_introduces
                 assert not part.rstrip().endswith(":"), (query, room, part[-60:])
 
 
-def test_no_passage_is_cut_to_a_sliver() -> None:
+SENTENCES = {
+    "english": ("The cache keeps every entry for one hour before it is dropped.", "cache entry hour"),
+    "chinese": ("缓存会把每个条目保存一个小时，然后删除。", "缓存条目"),
+    # Hindi and Urdu end a sentence with their own full stops (the danda, U+06D4).
+    "hindi": ("कैश हर प्रविष्टि को एक घंटे तक रखता है, फिर उसे हटा देता है।", "कैश प्रविष्टि"),
+    "urdu": ("کیش ہر اندراج کو ایک گھنٹے تک رکھتا ہے، پھر اسے ہٹا دیتا ہے۔", "کیش اندراج"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("language", list(SENTENCES))
+def test_no_passage_is_cut_to_a_sliver(language: str) -> None:
     """A cut passage has at least `MIN_CUT` characters: a long first paragraph is cut after a
-    sentence, never inside one."""
-    sentence = "The cache keeps every entry for one hour before it is dropped."
+    sentence, never inside one, whatever the script's full stop. (A Hindi paragraph longer
+    than its room had no sentence end to be cut at, so no Page of long Hindi sections came
+    at `maxDocuments` 20.)"""
+    sentence, query = SENTENCES[language]
     body = "# Cache\n\n" + " ".join([sentence] * 60) + "\n\n## Other\n\n" + FILLER * 5
-    text = str(_fit(body, "cache entry hour", 700, title="Cache")["body"])
+    text = str(_fit(body, query, 1_500, title="Cache")["body"])
     kept = _passages(text)[0]
     assert len(kept) >= MIN_CUT
     assert kept.endswith(sentence)

@@ -731,9 +731,10 @@ def _intro(unit: Unit, title: str) -> str:
     return f"§ {' › '.join(path)}\n" if path else ""
 
 
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]")
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？।॥؟۔]")
 """A sentence's last character: a full stop, question or exclamation mark before white
-space, or a CJK one (one character class: linear on any text)."""
+space, or a CJK one, the danda of Hindi and other Indic scripts (।, ॥), or the Arabic
+question mark and Urdu full stop (؟, ۔) (character classes: linear on any text)."""
 
 
 def _longest(text: str, points: Sequence[int], units: int) -> int:
