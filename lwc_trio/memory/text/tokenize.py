@@ -161,7 +161,10 @@ def _words(text: str) -> list[str]:
     """Folded non-stop words of text without CJK (the write path's hot spot)."""
     if text.isascii():
         return [w for w in _ASCII_WORD.findall(text.lower()) if w not in STOP_WORDS]
-    return [w for w in (fold(m) for m in _WORD.findall(text)) if w and w not in STOP_WORDS]
+    found = _WORD.findall(text)
+    # Each distinct word folded once: a text repeats its words (`fold` is a few Python steps).
+    folded = {word: fold(word) for word in set(found)}
+    return [w for w in map(folded.__getitem__, found) if w and w not in STOP_WORDS]
 
 
 def token_spans(text: str, *, query: bool = False) -> Iterator[tuple[str, str, int]]:
