@@ -796,6 +796,27 @@ def test_a_real_pages_heading_path_is_never_cut_by_the_room() -> None:
     assert "network.option_0_heartbeat_interval" in units[best.index(max(best))].path[-1]
 
 
+HINDI_WORDS = (
+    "विन्यास", "कैश", "सूचकांक", "प्रश्न", "संस्करण", "निर्भरता", "परीक्षण", "फ़ाइल", "निर्देशिका",
+    "मॉड्यूल", "इंटरफ़ेस", "त्रुटि", "लॉग", "अनुमति", "नेटवर्क", "डेटाबेस", "का", "और", "में",
+)  # fmt: skip
+
+
+def _long_hindi_page(seed: int) -> str:
+    """A long Hindi Page: 30 sections of about 3,400 characters (100 kB in all, what a
+    question reads of a Page), prose of a fixed vocabulary, as a manual's chapter is."""
+    out = []
+    for i in range(30):
+        sentences = (
+            " ".join(
+                HINDI_WORDS[(seed * 7 + i * 5 + j * 3 + k * k) % len(HINDI_WORDS)] for k in range(8)
+            )
+            for j in range(60)
+        )
+        out.append(f"## खंड {seed}.{i} विन्यास\n\n" + "। ".join(sentences) + "।\n\n")
+    return "".join(out)
+
+
 @pytest.mark.parametrize(
     "shape",
     [
@@ -808,10 +829,13 @@ def test_a_real_pages_heading_path_is_never_cut_by_the_room() -> None:
                 + "\n\n" for i in range(14)),
         "".join(f"## 节\n{chr(0x4E00 + i)}{chr(0x4E00 + i * 7 % 20_000)}\n" for i in range(1_200)),
         "".join("## 节\n" + "".join(chr(0x4E00 + j) for j in range(64)) + "\n" for _ in range(300)),
+        _long_hindi_page(0),
+        "".join(f"## खंड {i}\n\n" + " ".join(f"शब्द{i}क{j}" for j in range(300)) + "।\n\n"
+                for i in range(10)),
     ],
     ids=["long-heading-tiny-sections", "empty-headings", "distinct-words", "non-ascii-tiny",
          "non-ascii-long-words",
-         "cjk", "cjk-tiny-sections", "cjk-asked-64-terms"],
+         "cjk", "cjk-tiny-sections", "cjk-asked-64-terms", "hindi", "hindi-distinct-words"],
 )  # fmt: skip
 def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     """`_weight`, what the kept analyses are bounded by (`ANALYSES_BUDGET`), is an upper
@@ -821,6 +845,7 @@ def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     process's stem cache (bounded on its own) warmed first."""
     body = shape[:20_000]
     stem_words(body.lower().translate(passages_module._ALNUM).split())
+    index_terms(body)  # any other body's words stemmed too
     split_units.cache_clear()
     sections.cache_clear()
     gc.collect()
@@ -921,4 +946,20 @@ def test_twenty_long_cjk_pages_keep_their_analyses(monkeypatch: pytest.MonkeyPat
     analysed = _spy_on_analyses(monkeypatch)
     assert best_units(bodies, terms("配置 第三节")) == first
     best_units(bodies, terms("节 中文"))
+    assert analysed == []
+
+
+def test_thirty_long_hindi_pages_keep_their_analyses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Wiki whose best hits are 30 long Hindi Pages (100 kB each, what a question reads of
+    a Page) keeps their analyses within `ANALYSES_BUDGET`: their counts by term are weighed
+    by each unit's distinct terms, not by its words (2.6 MB a Page, so that every question
+    analysed some again, at tens of milliseconds each; `scripts/bench cjk`)."""
+    passages_module._ANALYSES.clear()
+    bodies = [_long_hindi_page(seed) for seed in range(30)]
+    first = best_units(bodies, terms("विन्यास कैश"))
+    best_units(bodies, terms("प्रश्न फ़ाइल"))  # counted by term from the second question on
+    assert passages_module._ANALYSES.weight <= passages_module.ANALYSES_BUDGET
+    analysed = _spy_on_analyses(monkeypatch)
+    assert best_units(bodies, terms("विन्यास कैश")) == first
+    best_units(bodies, terms("त्रुटि लॉग"))
     assert analysed == []

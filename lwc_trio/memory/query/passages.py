@@ -449,9 +449,10 @@ class _Terms(_Counted):
     hundred, and a CJK run of n characters holds 2n - 1 terms in n characters, so long CJK
     Pages are kept, and analysed without a string made for each of their terms. A body
     without CJK characters (`countable`: at most a term a word) is counted by term from its
-    second question on, as an ASCII body is (`_Texts`)."""
+    second question on, as an ASCII body is (`_Texts`): `distinct` is how many entries those
+    counts take, each unit's distinct word terms summed (what `_weight` counts on)."""
 
-    __slots__ = ("run_starts", "runs", "starts", "text")
+    __slots__ = ("distinct", "run_starts", "runs", "starts", "text")
 
     def __init__(
         self,
@@ -459,12 +460,14 @@ class _Terms(_Counted):
         starts: tuple[int, ...],
         runs: str,
         run_starts: tuple[int, ...],
+        distinct: int,
     ) -> None:
         super().__init__()
         self.text = text
         self.starts = starts
         self.runs = runs
         self.run_starts = run_starts
+        self.distinct = distinct
 
     @property
     def countable(self) -> bool:
@@ -520,12 +523,17 @@ def _weight(body: str, analysis: Analysis) -> int:
     terms too long for `TERM_BYTES`, a run of letters) and each term it is counted by once
     asked about twice (`TERM_BYTES`; counts by term hold at most its words less the stop
     words, its `lengths`). Any other body's: its terms' strings (`_Terms`), and when it is
-    `countable` its counts by term, whose keys are that string's terms over again; when it
+    `countable` its counts by term, an entry for each distinct term of each unit (`distinct`:
+    a Hindi Page repeats its words as an English one does, and weighing each word instead
+    kept 21 of 24 long Hindi Pages, analysed again at every question), whose keys are that
+    string's terms over again; when it
     is not, the last question's counts, kept for good: at most `MAX_TERMS` a unit, and no
     more than the unit's terms (`_Counted.counts` keeps none of a longer question)."""
     units, lengths, source = analysis
-    if isinstance(source, _Texts) or source.countable:
+    if isinstance(source, _Texts):
         text = 2 * sys.getsizeof(source.text) + TERM_BYTES * sum(lengths)
+    elif source.countable:
+        text = 2 * sys.getsizeof(source.text) + TERM_BYTES * source.distinct
     else:
         asked = sum(min(length, MAX_TERMS) for length in lengths)
         text = sys.getsizeof(source.text) + sys.getsizeof(source.runs) + TERM_BYTES * asked
@@ -586,10 +594,12 @@ def _analysis(body: str) -> Analysis:
     run_starts: list[int] = []
     run_at = 0
     lengths: list[int] = []
+    distinct = 0
     room = heads_room(body, len(passages))
     for passage in passages:
         heads = heads_scored(passage.path, room)
         words, runs = words_and_runs(heads + "\n" + body[passage.start : passage.end])
+        distinct += len(set(words))
         chars = sum(map(len, runs))
         lengths.append(len(words) + 2 * chars - len(runs))  # a run's characters and pairs
         text = f"{_SEP}{(_SEP * 2).join(words)}{_SEP}"
@@ -600,7 +610,7 @@ def _analysis(body: str) -> Analysis:
         cjk.append(lines)
         run_starts.append(run_at)
         run_at += len(lines)
-    terms = _Terms("".join(texts), tuple(starts), "".join(cjk), tuple(run_starts))
+    terms = _Terms("".join(texts), tuple(starts), "".join(cjk), tuple(run_starts), distinct)
     return passages, tuple(lengths), terms
 
 
