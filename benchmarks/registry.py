@@ -71,7 +71,9 @@ SCENARIOS: Final = (
         "SQuAD answers per token through lwc serve --mcp vs first-characters and bm25s paragraphs",
     ),
     Scenario("docs", "docs", "documentation answers: lwc vs section/paragraph bm25s, same budget"),
-    Scenario("cjk", "cjk", "long Chinese Pages: import, first and later questions vs English"),
+    Scenario(
+        "cjk", "cjk", "long Chinese and Hindi Pages: import, first and later questions vs English"
+    ),
     Scenario("vocab", "vocab", "typo correction on 1,000,000 pages under the 5 s deadline"),
     Scenario(
         "typo-load",

@@ -223,15 +223,22 @@ def test_docs_scenario_asks_the_real_lwc(
     assert "Run `tool setup --system` as root" in shown
 
 
-def test_cjk_scenario_asks_both_wikis(capsys: pytest.CaptureFixture[str]) -> None:
-    """`bench cjk` imports the Chinese and the English Wiki with the real lwc, asks both over
-    stdio, and its checks hold on a small run; the two Wikis say the same, word for word."""
-    chinese, english = cjk.pages(2, 0), cjk.pages(2, 1)
-    assert [p["slug"] for p in chinese] == [p["slug"] for p in english]
-    assert chinese[0]["body"].count("。") == english[0]["body"].count(".")
+def test_cjk_scenario_asks_every_wiki(capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench cjk` imports the Chinese, English and Hindi Wikis with the real lwc, asks each
+    over stdio, and its checks hold on a small run; the Wikis say the same, word for word."""
+    chinese, english, hindi = (cjk.pages(2, lang) for lang in range(3))
+    assert (
+        [p["slug"] for p in chinese] == [p["slug"] for p in english] == [p["slug"] for p in hindi]
+    )
+    assert (
+        chinese[0]["body"].count("。")
+        == english[0]["body"].count(".")
+        == hindi[0]["body"].count("।")
+    )
     assert cjk.main(["--pages", "3", "--questions", "3", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert [run["wiki"] for run in result["runs"]] == ["chinese", "english"]
+    assert [run["wiki"] for run in result["runs"]] == ["chinese", "english", "hindi"]
+    assert set(result["ratios"]) == {"chinese", "hindi"}
     assert all(run["without_pages"] == 0 for run in result["runs"])
 
 
