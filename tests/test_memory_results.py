@@ -466,3 +466,19 @@ def test_a_snippet_starts_at_a_word_boundary_in_every_script() -> None:
         first = snippet.removeprefix(_ELLIPSIS)[0]
         assert not unicodedata.category(first).startswith("M"), snippet
         assert snippet.removeprefix(_ELLIPSIS).split(" ")[0] in words, snippet
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("कैश साफ़ करें", "कैश का आकार सर्वर पर निर्भर करता है। " * 8 + "हर परीक्षण से पहले कैश साफ़ करें। अंत।"),
+        ("le cafe\u0301", "Un texte sans rapport. " * 10 + "Il prend le cafe\u0301 noir."),
+    ],
+    ids=["hindi", "decomposed-accent"],
+)
+def test_the_whole_query_window_finds_words_ending_in_a_mark(query: str, text: str) -> None:
+    """The window goes to the whole query's place when its words end in a vowel sign, a
+    nukta or a combining accent: its words are the analyzer's (combining marks inside), so
+    its match never ends inside a word."""
+    snippet = make_snippet(text, 0, query_pattern(query))
+    assert query in snippet, snippet

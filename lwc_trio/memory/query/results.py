@@ -15,7 +15,6 @@ import itertools
 import re
 import sqlite3
 import threading
-import unicodedata
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +28,7 @@ from lwc_trio.memory.query.passages import caps as page_caps
 from lwc_trio.memory.query.search import Hit
 from lwc_trio.memory.text.fields import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.text.markdown import attribute_free, sections
+from lwc_trio.memory.text.marks import MARKS
 from lwc_trio.memory.text.tokenize import has_cjk, is_cjk
 from lwc_trio.protocol.jsonrpc import to_bytes
 from lwc_trio.protocol.units import text_cost
@@ -76,7 +76,10 @@ RANK_DIGITS = 6
 """`rank` is written rounded to this many decimals (the order was decided unrounded)."""
 
 _SPACE = re.compile(r"\s+")
-_QUERY_WORD = re.compile(r"[^\W_]+")
+_MARK = re.compile(f"[{MARKS}]")
+_QUERY_WORD = re.compile(f"[^\\W_](?:[^\\W_]|[{MARKS}])*")
+"""A query's words for its whole-query window: runs of letters and digits with the combining
+marks inside them, as the analyzer's words (`tokenize`), CJK runs whole."""
 _ELLIPSIS = "…"
 
 
@@ -165,7 +168,7 @@ class PageBody:
 def _in_word(char: str) -> bool:
     """A character of a word (a letter, digit or combining mark: `tokenize`'s words) other
     than CJK, whose characters are words of their own."""
-    return (char.isalnum() or unicodedata.category(char).startswith("M")) and not is_cjk(char)
+    return (char.isalnum() or _MARK.match(char) is not None) and not is_cjk(char)
 
 
 @attrs.frozen
