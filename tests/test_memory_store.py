@@ -25,7 +25,7 @@ from conftest_memory import (
 
 from lwc_trio.exceptions import StoreError
 from lwc_trio.memory.format import schema
-from lwc_trio.memory.index import migrations
+from lwc_trio.memory.index import indexing, migrations
 from lwc_trio.memory.index.migrations import open_writer
 from lwc_trio.memory.index.writer import Wiki
 from lwc_trio.memory.query import engine
@@ -452,6 +452,32 @@ def test_older_format_store_is_refused_then_migrated(tmp_path: Path, how: str, o
     after = ask("kubernetes cache", project, home=home, scope="project")
     assert after["results"] == before["results"]
     assert after["pages"] == before["pages"]
+
+
+@pytest.mark.parametrize("old", [4, 5, 6])
+def test_a_migration_re_indexes_once(
+    tmp_path: Path, old: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Formats 4 → 5 and 6 → 7 each re-index the whole store; migrating across both does it
+    once, at the end (an earlier re-index's rows would be thrown away)."""
+    project, db, home = new_project(tmp_path)
+    put_pages(db, [page(f"p{i}", f"Kubernetes note {i}", "caching pods") for i in range(5)])
+    before = ask("kubernetes cache", project, home=home, scope="project")
+    tamper(db, *{4: FORMAT_4_SEARCH, 5: FORMAT_5_SEARCH, 6: FORMAT_6_SEARCH}[old])
+    calls: list[object] = []
+    real = indexing.reindex_all
+
+    def counted(conn: sqlite3.Connection) -> int:
+        calls.append(conn)
+        return real(conn)
+
+    monkeypatch.setattr(migrations, "reindex_all", counted)
+    with Wiki(db) as wiki:
+        wiki.set_graph_enabled(True)
+    assert len(calls) == 1
+    assert (
+        ask("kubernetes cache", project, home=home, scope="project")["results"] == before["results"]
+    )
 
 
 # Format 6's analyzer: only the Latin blocks' combining marks stayed inside a word.

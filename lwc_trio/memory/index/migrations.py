@@ -109,13 +109,16 @@ def open_writer(path: Path) -> sqlite3.Connection:
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
     if any(step not in MIGRATIONS for step in range(version, FORMAT_VERSION)):
         raise version_error(version)
+    steps = [statement for step in range(version, FORMAT_VERSION) for statement in MIGRATIONS[step]]
+    # Only the last re-index is run: each rebuilds the whole index from `pages` and `sources`,
+    # so an earlier one's rows would be thrown away (a format-4 store is re-indexed once).
+    last = max((i for i, step in enumerate(steps) if step is _rebuild_search_index), default=-1)
     with write_transaction(conn, content=False):
-        for step in range(version, FORMAT_VERSION):
-            for statement in MIGRATIONS[step]:
-                if isinstance(statement, str):
-                    conn.execute(statement)
-                else:
-                    statement(conn)
+        for index, statement in enumerate(steps):
+            if isinstance(statement, str):
+                conn.execute(statement)
+            elif statement is not _rebuild_search_index or index == last:
+                statement(conn)
         conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),)
         )
