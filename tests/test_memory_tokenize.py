@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwc_trio.memory.text.marks import MARKS, UNSPACED
+from lwc_trio.memory.text.marks import MARKS, SELECTORS, UNSPACED
 from lwc_trio.memory.text.tokenize import (
     _RUN,
     MAX_TERMS,
@@ -250,10 +250,20 @@ def test_scripts_without_spaces_between_words_are_split_as_before() -> None:
     here: their marks still end a term, as before format 7 (docs/memory.md, "Analyzer")."""
     assert tokenize("การตั้งค่า") == ["การต", "งค", "า"]
     assert tokenize("ការកំណត់") == ["ក", "រក", "ណត"]
+    assert tokenize("ꦩꦂꦢꦶꦏ") == ["ꦩ", "ꦢ", "ꦏ"]  # Javanese
+    assert len(tokens("ᬅᬓ᭄ᬱᬭᬩᬮᬶ")) > 1  # Balinese
+
+
+def test_a_variation_selector_is_not_part_of_a_word() -> None:
+    """An emoji's presentation selector after a letter or digit leaves the term as it was:
+    `ℹ️` is the stop word `i`, `1️⃣` the term `1` (as in format 6)."""
+    assert tokens("\u2139\ufe0f") == []
+    assert tokens("1\ufe0f\u20e3 step") == ["1", "step"]
 
 
 def test_the_marks_table_is_unicode_14s_marks_but_the_unspaced_scripts() -> None:
-    """`MARKS` holds exactly Unicode 14.0's marks outside `UNSPACED` (checked on Python 3.11,
+    """`MARKS` holds exactly Unicode 14.0's marks outside `UNSPACED` and `SELECTORS` (checked
+    on Python 3.11,
     whose `unicodedata` is 14.0; on a later one, the table is a fixed subset of its marks)."""
     listed: set[str] = set()
     for start, end in re.findall(r"(.)(?:-(.))?", MARKS):
@@ -262,7 +272,7 @@ def test_the_marks_table_is_unicode_14s_marks_but_the_unspaced_scripts() -> None
         chr(c)
         for c in range(0x110000)
         if unicodedata.category(chr(c)).startswith("M")
-        and not any(low <= c <= high for low, high in UNSPACED)
+        and not any(low <= c <= high for low, high in (*UNSPACED, *SELECTORS))
     }
     if unicodedata.unidata_version == "14.0.0":
         assert listed == wanted

@@ -44,7 +44,7 @@ def placeholders(count: int) -> str:
     return ",".join("?" * count)
 
 
-# The search index (format 6) is plain tables the CLI maintains with the analyzer of
+# The search index (format 7) is plain tables the CLI maintains with the analyzer of
 # `lwc_trio.memory.text.tokenize` (folded, stemmed terms; CJK characters and pairs):
 # - `search_docs`: one row per live Page or Source, with what the ranking needs per candidate
 #   already worked out at write time (title and path terms, the generic flag) and its length

@@ -2,31 +2,43 @@
 
 `MARKS` is a regular-expression class body: every character of Unicode 14.0 (Python 3.11's
 `unicodedata`) whose General Category is a mark (Mn, Mc, Me), except those of the scripts
-written without spaces between words (`UNSPACED`). A fixed table, not one made from the
-running Python's `unicodedata`: the analyzer is part of the store format (`FORMAT_VERSION`),
-so a newer Python must not split words differently from the one that wrote the index.
+written without spaces between words (`UNSPACED`) and the variation selectors (`SELECTORS`).
+A fixed table, not one made from the running Python's `unicodedata`: the analyzer is part of
+the store format (`FORMAT_VERSION`), and the marks a word keeps should not move with the
+Python version (its letters and NFKD still come from the running Python's `unicodedata`).
 
 A Devanagari, Bengali or Tamil word carries vowel signs and viramas; an Arabic or Hebrew word
-may carry vowel points; a Latin one, combining accents. Each stays one word (accents and
-points, combining class above 0, are then folded away). Thai, Lao, Myanmar, Khmer and the Tai
-scripts write a whole phrase without spaces, and no segmentation of theirs exists here: their
-marks still end a term, as before format 7 (docs/memory.md, "Analyzer").
+may carry vowel points; a Latin one, combining accents. Each stays one word (accents, points
+and viramas, combining class above 0, are then folded away). Thai, Lao, Myanmar, Khmer, the
+Tai scripts, Buginese, Balinese and Javanese write a whole clause without spaces, and no
+segmentation of theirs exists here: their marks still end a term, as before format 7
+(docs/memory.md, "Analyzer").
 """
 
 from __future__ import annotations
 
-__all__ = ["MARKS", "UNSPACED"]
+__all__ = ["MARKS", "SELECTORS", "UNSPACED"]
 
 UNSPACED = (
     (0x0E00, 0x0EFF),  # Thai, Lao
     (0x1000, 0x109F),  # Myanmar
     (0x1780, 0x17FF),  # Khmer
     (0x1980, 0x19FF),  # New Tai Lue, Khmer symbols
+    (0x1A00, 0x1A1F),  # Buginese
     (0x1A20, 0x1AAF),  # Tai Tham
+    (0x1B00, 0x1B7F),  # Balinese
+    (0xA980, 0xA9DF),  # Javanese
     (0xA9E0, 0xA9FF),  # Myanmar extended B
     (0xAA60, 0xAADF),  # Myanmar extended A, Tai Viet
 )
 """Blocks of the scripts written without spaces between words, whose marks are left out."""
+
+SELECTORS = (
+    (0xFE00, 0xFE0F),  # variation selectors (VS16 asks for an emoji's colour form)
+    (0xE0100, 0xE01EF),  # variation selectors supplement (ideographic variants)
+)
+"""Marks that choose how a character is drawn, not part of a word: `ℹ️` stays the stop word
+`i`, `1️⃣` the term `1`."""
 
 MARKS = (
     "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u05bf\u05c1-\u05c2\u05c4-\u05c5\u05c7"
@@ -45,13 +57,12 @@ MARKS = (
     "\u0df2-\u0df3\u0f18-\u0f19\u0f35\u0f37\u0f39\u0f3e-\u0f3f\u0f71-\u0f84\u0f86-\u0f87"
     "\u0f8d-\u0f97\u0f99-\u0fbc\u0fc6\u135d-\u135f\u1712-\u1715\u1732-\u1734\u1752-\u1753"
     "\u1772-\u1773\u180b-\u180d\u180f\u1885-\u1886\u18a9\u1920-\u192b\u1930-\u193b"
-    "\u1a17-\u1a1b\u1ab0-\u1ace\u1b00-\u1b04\u1b34-\u1b44\u1b6b-\u1b73\u1b80-\u1b82"
-    "\u1ba1-\u1bad\u1be6-\u1bf3\u1c24-\u1c37\u1cd0-\u1cd2\u1cd4-\u1ce8\u1ced\u1cf4"
-    "\u1cf7-\u1cf9\u1dc0-\u1dff\u20d0-\u20f0\u2cef-\u2cf1\u2d7f\u2de0-\u2dff\u302a-\u302f"
-    "\u3099-\u309a\ua66f-\ua672\ua674-\ua67d\ua69e-\ua69f\ua6f0-\ua6f1\ua802\ua806\ua80b"
-    "\ua823-\ua827\ua82c\ua880-\ua881\ua8b4-\ua8c5\ua8e0-\ua8f1\ua8ff\ua926-\ua92d"
-    "\ua947-\ua953\ua980-\ua983\ua9b3-\ua9c0\uaa29-\uaa36\uaa43\uaa4c-\uaa4d\uaaeb-\uaaef"
-    "\uaaf5-\uaaf6\uabe3-\uabea\uabec-\uabed\ufb1e\ufe00-\ufe0f\ufe20-\ufe2f\U000101fd"
+    "\u1ab0-\u1ace\u1b80-\u1b82\u1ba1-\u1bad\u1be6-\u1bf3\u1c24-\u1c37\u1cd0-\u1cd2"
+    "\u1cd4-\u1ce8\u1ced\u1cf4\u1cf7-\u1cf9\u1dc0-\u1dff\u20d0-\u20f0\u2cef-\u2cf1\u2d7f"
+    "\u2de0-\u2dff\u302a-\u302f\u3099-\u309a\ua66f-\ua672\ua674-\ua67d\ua69e-\ua69f"
+    "\ua6f0-\ua6f1\ua802\ua806\ua80b\ua823-\ua827\ua82c\ua880-\ua881\ua8b4-\ua8c5"
+    "\ua8e0-\ua8f1\ua8ff\ua926-\ua92d\ua947-\ua953\uaa29-\uaa36\uaa43\uaa4c-\uaa4d"
+    "\uaaeb-\uaaef\uaaf5-\uaaf6\uabe3-\uabea\uabec-\uabed\ufb1e\ufe20-\ufe2f\U000101fd"
     "\U000102e0\U00010376-\U0001037a\U00010a01-\U00010a03\U00010a05-\U00010a06"
     "\U00010a0c-\U00010a0f\U00010a38-\U00010a3a\U00010a3f\U00010ae5-\U00010ae6"
     "\U00010d24-\U00010d27\U00010eab-\U00010eac\U00010f46-\U00010f50\U00010f82-\U00010f85"
@@ -78,5 +89,5 @@ MARKS = (
     "\U0001da75\U0001da84\U0001da9b-\U0001da9f\U0001daa1-\U0001daaf\U0001e000-\U0001e006"
     "\U0001e008-\U0001e018\U0001e01b-\U0001e021\U0001e023-\U0001e024\U0001e026-\U0001e02a"
     "\U0001e130-\U0001e136\U0001e2ae\U0001e2ec-\U0001e2ef\U0001e8d0-\U0001e8d6"
-    "\U0001e944-\U0001e94a\U000e0100-\U000e01ef"
+    "\U0001e944-\U0001e94a"
 )
