@@ -28,7 +28,7 @@ from lwc_trio.memory.query.passages import (
     split_units,
 )
 from lwc_trio.memory.query.results import PageBody, dumps_compact, fit_pages, json_units
-from lwc_trio.memory.text.markdown import Block, sections
+from lwc_trio.memory.text.markdown import Block, blocks, sections
 from lwc_trio.memory.text.tokenize import MAX_TERMS, index_terms, is_cjk, parse_query, stem_words
 from lwc_trio.protocol.units import text_cost
 
@@ -848,6 +848,7 @@ def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     index_terms(body)  # any other body's words stemmed too
     split_units.cache_clear()
     sections.cache_clear()
+    blocks.cache_clear()
     gc.collect()
     tracemalloc.start()
     try:
@@ -858,6 +859,7 @@ def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
             passages_module._query_counts(analysis, asked)
         split_units.cache_clear()
         sections.cache_clear()
+        blocks.cache_clear()  # a separate memo, bounded on its own
         gc.collect()
         kept = tracemalloc.get_traced_memory()[0] - before + sys.getsizeof(body)
     finally:
