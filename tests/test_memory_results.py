@@ -455,12 +455,22 @@ def test_a_row_another_thread_keeps_meanwhile_is_still_returned() -> None:
     assert found == {"a": row}
 
 
-def test_a_snippet_starts_at_a_word_boundary_in_every_script() -> None:
-    """The window's lead skips the rest of a word it fell into, the word's combining marks
-    included: a Hindi snippet starts with a whole word, never with a vowel sign (`…ै`)."""
-    words = PROSE["hindi"][0]
+WORDS_WITH_MARKS = {
+    "hindi": PROSE["hindi"][0],
+    "thai": ("การตั้งค่า", "แคช", "ที่สำคัญ", "เริ่มต้นใช้งาน", "ข้อมูล", "ระบบ"),
+    "emoji": ("ℹ️", "❤️x", "1️⃣", "word", "café"),
+}
+
+
+@pytest.mark.parametrize("script", list(WORDS_WITH_MARKS))
+def test_a_snippet_starts_at_a_word_boundary_in_every_script(script: str) -> None:
+    """The window's lead skips the rest of a word it fell into, every combining mark after
+    its letters included (a Thai one too, though the analyzer ends a Thai term there, and an
+    emoji's presentation selector): a snippet starts with a whole word, never with a vowel
+    sign (`…ै`, `…ั้ง`) or a selector."""
+    words = WORDS_WITH_MARKS[script]
     text = " ".join(words[i % len(words)] for i in range(200))
-    for at in range(40, 400, 7):
+    for at in range(40, 600, 7):
         word_start = text.rfind(" ", 0, at) + 1
         snippet = make_snippet(text, word_start)
         first = snippet.removeprefix(_ELLIPSIS)[0]
@@ -472,13 +482,19 @@ def test_a_snippet_starts_at_a_word_boundary_in_every_script() -> None:
     ("query", "text"),
     [
         ("कैश साफ़ करें", "कैश का आकार सर्वर पर निर्भर करता है। " * 8 + "हर परीक्षण से पहले कैश साफ़ करें। अंत।"),
+        ("कैश साफ", "कैश का आकार सर्वर पर निर्भर करता है। " * 8 + "हर परीक्षण से पहले कैश साफ़ करें। अंत।"),
         ("le cafe\u0301", "Un texte sans rapport. " * 10 + "Il prend le cafe\u0301 noir."),
+        ("le cafe", "Un texte sans rapport. " * 10 + "Il prend le cafe\u0301 noir."),
+        ("كتاب جديد", "نص لا علاقة له. " * 10 + "هذا كتابٌ جديدٌ هنا."),
     ],
-    ids=["hindi", "decomposed-accent"],
+    ids=["hindi", "hindi-without-nukta", "decomposed-accent", "accent-left-out", "arabic-points"],
 )
 def test_the_whole_query_window_finds_words_ending_in_a_mark(query: str, text: str) -> None:
     """The window goes to the whole query's place when its words end in a vowel sign, a
-    nukta or a combining accent: its words are the analyzer's (combining marks inside), so
-    its match never ends inside a word."""
+    nukta or a combining accent, in the text or the query or both: the window's words are
+    letters and digits, and a mark after them (which the analyzer keeps inside the word, or
+    folds away) ends no match."""
     snippet = make_snippet(text, 0, query_pattern(query))
-    assert query in snippet, snippet
+    assert query.split()[0] in snippet, snippet
+    assert query.split()[-1] in snippet, snippet
+    assert snippet.index(query.split()[0]) < 40, snippet

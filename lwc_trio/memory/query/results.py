@@ -15,6 +15,7 @@ import itertools
 import re
 import sqlite3
 import threading
+import unicodedata
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -28,7 +29,6 @@ from lwc_trio.memory.query.passages import caps as page_caps
 from lwc_trio.memory.query.search import Hit
 from lwc_trio.memory.text.fields import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.text.markdown import attribute_free, sections
-from lwc_trio.memory.text.marks import MARKS
 from lwc_trio.memory.text.tokenize import has_cjk, is_cjk
 from lwc_trio.protocol.jsonrpc import to_bytes
 from lwc_trio.protocol.units import text_cost
@@ -76,10 +76,10 @@ RANK_DIGITS = 6
 """`rank` is written rounded to this many decimals (the order was decided unrounded)."""
 
 _SPACE = re.compile(r"\s+")
-_MARK = re.compile(f"[{MARKS}]")
-_QUERY_WORD = re.compile(f"[^\\W_](?:[^\\W_]|[{MARKS}])*")
-"""A query's words for its whole-query window: runs of letters and digits with the combining
-marks inside them, as the analyzer's words (`tokenize`), CJK runs whole."""
+_QUERY_WORD = re.compile(r"[^\W_]+")
+"""A query's words for its whole-query window: runs of letters and digits (a combining mark,
+which is no letter, ends one: the window's pattern joins them with `\\W+`, so a word typed
+with or without its accent, nukta or vowel points finds the text either way)."""
 _ELLIPSIS = "…"
 
 
@@ -166,9 +166,15 @@ class PageBody:
 
 
 def _in_word(char: str) -> bool:
-    """A character of a word (a letter, digit or combining mark: `tokenize`'s words) other
-    than CJK, whose characters are words of their own."""
-    return (char.isalnum() or _MARK.match(char) is not None) and not is_cjk(char)
+    """A letter or digit other than CJK (whose characters are words of their own): what
+    cannot stand right before or after a whole-query match."""
+    return char.isalnum() and not is_cjk(char)
+
+
+def _in_shown_word(char: str) -> bool:
+    """`_in_word`, or a combining mark (a vowel sign, an accent, an emoji's selector, in any
+    script): what a snippet's lead must not start on, as it belongs to the word before."""
+    return _in_word(char) or unicodedata.category(char)[0] == "M"
 
 
 @attrs.frozen
@@ -279,7 +285,7 @@ def _window(text: str, at: int) -> str:
         lead = at - _within(before[::-1], SNIPPET_LEAD)
         # Start at a word boundary: skip the rest of a word the cut fell into (CJK
         # characters are words of their own), then the separators after it.
-        while 0 < lead < at and _in_word(text[lead - 1]) and _in_word(text[lead]):
+        while 0 < lead < at and _in_shown_word(text[lead - 1]) and _in_shown_word(text[lead]):
             lead += 1
         while 0 < lead < at and text[lead].isspace():
             lead += 1
