@@ -829,13 +829,15 @@ def _long_hindi_page(seed: int) -> str:
                 + "\n\n" for i in range(14)),
         "".join(f"## 节\n{chr(0x4E00 + i)}{chr(0x4E00 + i * 7 % 20_000)}\n" for i in range(1_200)),
         "".join("## 节\n" + "".join(chr(0x4E00 + j) for j in range(64)) + "\n" for _ in range(300)),
+        "## h\n" + "w" * 19_990,
         _long_hindi_page(0),
         "".join(f"## खंड {i}\n\n" + " ".join(f"शब्द{i}क{j}" for j in range(300)) + "।\n\n"
                 for i in range(10)),
     ],
     ids=["long-heading-tiny-sections", "empty-headings", "distinct-words", "non-ascii-tiny",
          "non-ascii-long-words",
-         "cjk", "cjk-tiny-sections", "cjk-asked-64-terms", "hindi", "hindi-distinct-words"],
+         "cjk", "cjk-tiny-sections", "cjk-asked-64-terms", "one-huge-word", "hindi",
+         "hindi-distinct-words"],
 )  # fmt: skip
 def test_an_analysis_keeps_no_more_than_its_weight(shape: str) -> None:
     """`_weight`, what the kept analyses are bounded by (`ANALYSES_BUDGET`), is an upper

@@ -255,10 +255,12 @@ def test_scripts_without_spaces_between_words_are_split_as_before() -> None:
 
 
 def test_a_variation_selector_is_not_part_of_a_word() -> None:
-    """An emoji's presentation selector after a letter or digit leaves the term as it was:
-    `ℹ️` is the stop word `i`, `1️⃣` the term `1` (as in format 6)."""
+    """A glyph's selector after a letter or digit leaves the term as it was: `ℹ️` is the stop
+    word `i`, `1️⃣` the term `1`, a Mongolian word with a free variation selector its plain
+    self (as in format 6)."""
     assert tokens("\u2139\ufe0f") == []
     assert tokens("1\ufe0f\u20e3 step") == ["1", "step"]
+    assert tokens("ᠪᠢᠴᠢᠭ\u180c") == tokens("ᠪᠢᠴᠢᠭ") == ["ᠪᠢᠴᠢᠭ"]  # Mongolian
 
 
 def test_the_marks_table_is_unicode_14s_marks_but_the_unspaced_scripts() -> None:
