@@ -524,9 +524,9 @@ def _weight(body: str, analysis: Analysis) -> int:
     asked about twice (`TERM_BYTES`; counts by term hold at most its words less the stop
     words, its `lengths`). Any other body's: its terms' strings (`_Terms`), and when it is
     `countable` its counts by term, an entry for each distinct term of each unit (`distinct`:
-    a Hindi Page repeats its words as an English one does, and weighing each word instead
-    kept 21 of 24 long Hindi Pages, analysed again at every question), whose keys are that
-    string's terms over again; when it
+    a Hindi Page repeats its words as an English one does, and weighed by each word instead,
+    a 100 kB one came to 2.6 MB: of 24 such Pages, some were analysed again at every
+    question), whose keys are that string's terms over again; when it
     is not, the last question's counts, kept for good: at most `MAX_TERMS` a unit, and no
     more than the unit's terms (`_Counted.counts` keeps none of a longer question)."""
     units, lengths, source = analysis
