@@ -498,3 +498,11 @@ def test_the_whole_query_window_finds_words_ending_in_a_mark(query: str, text: s
     assert query.split()[0] in snippet, snippet
     assert query.split()[-1] in snippet, snippet
     assert snippet.index(query.split()[0]) < 40, snippet
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.characters(exclude_categories=["Cs"], min_codepoint=0x80))
+def test_the_windows_walk_counts_a_character_as_its_cost(char: str) -> None:
+    """`_within` walks by code point (`_char_width`); its count is the character's cost units,
+    the window's width (`_width`, `protocol.units.text_cost`)."""
+    assert results_module._char_width(char) == results_module._width(char)

@@ -29,7 +29,7 @@ from lwc_trio.memory.query.passages import caps as page_caps
 from lwc_trio.memory.query.search import Hit
 from lwc_trio.memory.text.fields import SNIPPET_SCAN, snippet_text
 from lwc_trio.memory.text.markdown import attribute_free, sections
-from lwc_trio.memory.text.tokenize import has_cjk, is_cjk
+from lwc_trio.memory.text.tokenize import is_cjk
 from lwc_trio.protocol.jsonrpc import to_bytes
 from lwc_trio.protocol.units import text_cost
 
@@ -247,18 +247,17 @@ def _snippet_at(text: str, at: int, whole: WholeQuery | None, low: str | None = 
 
 
 def _width(text: str) -> int:
-    """`text`'s width in a snippet's window: its cost units without JSON escapes (a
-    character each in ASCII text; else its UTF-8 bytes, and one more a CJK character, as
-    `protocol.units.cost` counts). A window of 90 Devanagari characters cost 270 units, of CJK
-    ones 360: twenty results' snippets took a default answer's whole budget and left no room
-    for a Page (docs/memory.md, "Result rows")."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode()) + (sum(map(is_cjk, text)) if has_cjk(text) else 0)
+    """`text`'s width in a snippet's window: its cost units without JSON escapes (`text_cost`:
+    a character each in ASCII text; else its UTF-8 bytes, and one more a CJK character). A
+    window of 90 Devanagari characters cost 270 units, of CJK ones 360: twenty results'
+    snippets took a default answer's whole budget and left no room for a Page
+    (docs/memory.md, "Result rows")."""
+    return text_cost(text)
 
 
 def _char_width(char: str) -> int:
-    """One non-ASCII character's `_width`."""
+    """One non-ASCII character's `_width`, by its code point (no pattern a character: the
+    window's walk)."""
     code = ord(char)
     width = 2 if code < 0x800 else 3 if code < 0x10000 else 4
     return width + 1 if is_cjk(char) else width
