@@ -229,6 +229,72 @@ def test_sections_next_to_each_other_read_as_the_page_has_them() -> None:
     assert body.index("§ Cancellation") < body.index("### Timeouts")
 
 
+ALIAS = f"""# Shared options
+
+## resolve.alias
+
+Shortens long import paths: each entry stands for a folder the imports name. The order of
+the entries matters, the first that applies wins. Give folders as absolute paths.
+
+### Object format
+
+Each key is replaced by its value:
+
+```js
+{{ utils: '../../../utils', 'batman-1.0.0': './joker-1.5.0' }}
+```
+
+### Array format
+
+Each entry finds a string or a regular expression:
+
+```js
+[{{ find: 'utils', replacement: '../../../utils' }}]
+```
+
+## resolve.dedupe
+
+{FILLER}
+
+## css.modules
+
+{FILLER}
+
+Class names keep the import path of their sheet through the locals convention.
+
+{FILLER}
+"""
+
+
+def test_a_chosen_sections_subsections_follow_it() -> None:
+    """A section is a heading and what lies under it (SPEC §4): the subsections of the
+    section that answers (its examples, which repeat none of the question's words) come
+    after it, as the Page has them, before a weaker match elsewhere."""
+    body = str(
+        _fit(ALIAS, "how to shorten long import paths", 1_000, title="Shared options")["body"]
+    )
+    assert body.startswith("§ resolve.alias\nShortens long import paths")
+    assert "### Object format\n\nEach key is replaced by its value:\n\n```js\n{ utils:" in body
+    assert "### Array format" in body
+    assert "§ css.modules" not in body
+
+
+def test_what_lies_under_the_title_or_an_unmatched_section_does_not_follow_it() -> None:
+    """The Page's own title heading has the whole Page under it, so a match in its opening
+    text brings no other section; a section that matches nothing brings none either."""
+    body = (
+        "# Server guide\n\nThe server cancels a request on notifications/cancelled.\n\n"
+        f"## Install\n\n{FILLER}\n\n### Upgrading\n\n{FILLER}\n\n## Cancellation\n\n"
+        f"A cancelled request answers nothing.\n\n### Timeouts\n\n{FILLER}\n\n## Other\n\n{FILLER}\n"
+    )
+    got = str(_fit(body, "cancelled request", 2_400)["body"])
+    assert got.startswith("The server cancels a request on notifications/cancelled.\n\n[…]")
+    assert "§ Cancellation\nA cancelled request answers nothing.\n\n### Timeouts\n" in got
+    assert "§ Install" not in got
+    assert "Upgrading" not in got
+    assert "§ Other" not in got
+
+
 def test_sections_come_in_document_order() -> None:
     got = focus(DOC, terms("pip install lwc cancelled notifications"), 2_000, 15_000)
     assert got.body.index("pip install") < got.body.index("notifications/cancelled")

@@ -11,7 +11,9 @@ heading and what lies under it), in document order:
 - **Scoring.** Every unit of every result Page is scored for the query as one collection:
   BM25 with the search's own analyzer (`tokenize.index_terms`), non-collapsing IDF and
   constants (`scoring.idf`, `scoring.DEFAULT_RANKING`), its heading path counted with it; times
-  its Page's prior from the search (`priors`).
+  its Page's prior from the search (`priors`). A unit under a matched section scores at
+  least a share of that section's (`_with_sections`): a section is what lies under its
+  heading, subsections included.
 - **Taking.** Best first, each Page within its cap by rank (`caps`) and the answer within
   its room: a unit that fits is taken whole; a longer one is cut at a block boundary from its
   start (never inside a sentence, a list, a table, a fence or a container; a block that
@@ -893,6 +895,47 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
     return out
 
 
+SUBSECTION_SHARE = 0.7
+"""What a unit under a matched section scores at least, per unit between them (see
+`_with_sections`; a section's depth is at most six headings). Tuned on the documentation set
+(docs/memory.md, "Subsections follow their section"): from 0.5 to 0.75 the answers held every
+key span they held without it, at 0.8 and 0.9 one fewer."""
+
+
+def _with_sections(units: Sequence[Unit], scores: list[float], title: str) -> list[float]:
+    """`scores` of a Page's `units`, each raised to what lying under a matched section
+    earns it: the k-th unit after a section's own (its subsections', in document order)
+    scores at least `SUBSECTION_SHARE` ** k times that section's best own unit. A section is
+    a heading and what lies under it (SPEC §4), so a chosen section's subsections (its
+    examples, its options, which often repeat none of the question's words) follow it, in
+    order, while the room holds them, after it and before whatever scores less. The Page's
+    own title heading and the text before the first heading are no such section: everything
+    lies under the one, nothing under the other."""
+    share = SUBSECTION_SHARE
+    key = _title_key(title)
+    out = list(scores)
+    enclosing: list[list[float]] = []  # [depth, best own score, units under it so far]
+    for j, unit in enumerate(units):
+        depth = len(unit.path)
+        if unit.first:  # a section starts: those it does not lie under end
+            while enclosing and enclosing[-1][0] >= depth:
+                enclosing.pop()
+            above = enclosing
+        else:  # a further run of the innermost section
+            above = enclosing[:-1]
+        inherited = 0.0
+        for section in above:
+            section[2] += 1
+            inherited = max(inherited, share ** section[2] * section[1])
+        out[j] = max(scores[j], inherited)
+        own = scores[j] if depth and _title_key(unit.path[-1]) != key else 0.0
+        if unit.first:
+            enclosing.append([depth, own, 0])
+        elif enclosing:
+            enclosing[-1][1] = max(enclosing[-1][1], own)
+    return out
+
+
 def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[float | None]:
     """Each body's best unit score for `query`, all the bodies' units one collection (as
     `allot` scores them, which then counts nothing again): the section evidence of
@@ -977,7 +1020,10 @@ def allot(
     Page whose units match nothing offers them in document order, after every match.
     Deterministic; pure."""
     analyses = [_analyzed(slot.body) for slot in slots]
-    scores = _pooled(analyses, query)
+    scores = [
+        _with_sections(analysis[0], found, slot.title)
+        for analysis, found, slot in zip(analyses, _pooled(analyses, query), slots, strict=True)
+    ]
     # (score, page, unit); unit -1 is the whole Page, tried before its units.
     candidates: list[tuple[float, int, int]] = []
     for i, slot in enumerate(slots):
