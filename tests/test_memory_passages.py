@@ -15,6 +15,7 @@ from lwc_trio.memory.query.passages import (
     ELISION,
     MIN_CUT,
     OUTLINE_UNITS,
+    SUBSECTION_UNITS,
     UNIT_MAX,
     Unit,
     best_units,
@@ -277,6 +278,19 @@ def test_a_chosen_sections_subsections_follow_it() -> None:
     assert "### Object format\n\nEach key is replaced by its value:\n\n```js\n{ utils:" in body
     assert "### Array format" in body
     assert "§ css.modules" not in body
+
+
+def test_a_sections_share_reaches_a_bounded_number_of_units_under_it() -> None:
+    """Only the first `SUBSECTION_UNITS` units under a matched section score a share of it:
+    a section of thousands of one-line subsections would otherwise make each a candidate."""
+    body = "# Reference\n\n## Options\n\nEvery option a proxy takes.\n\n" + "".join(
+        f"### Option {i}\n\nValue {i}. It sets what the server does with requests of kind {i}.\n\n"
+        for i in range(1, 201)
+    )
+    got = str(_fit(body, "proxy", 10_000, title="Reference")["body"])
+    assert len(got) < len(body)
+    assert f"Value {SUBSECTION_UNITS}." in got
+    assert f"Value {SUBSECTION_UNITS + 1}." not in got
 
 
 def test_what_lies_under_the_title_or_an_unmatched_section_does_not_follow_it() -> None:

@@ -900,39 +900,57 @@ SUBSECTION_SHARE = 0.7
 `_with_sections`; a section's depth is at most six headings). Tuned on the documentation set
 (docs/memory.md, "Subsections follow their section"): from 0.5 to 0.75 the answers held every
 key span they held without it, at 0.8 and 0.9 one fewer."""
+SUBSECTION_UNITS = 64
+"""Units under a matched section that score a share of it, at most (0.7 ** 64 is 1e-10 of
+it): a section of 5,000 one-line subsections would otherwise make every one a candidate, at
+about twice the time to choose from them."""
+
+
+@attrs.define
+class _Enclosing:
+    """A section a unit lies under or in, as `_with_sections` walks a Page."""
+
+    depth: int
+    best: float | None
+    """Its best own unit's score; None for one that passes on nothing."""
+    under: int = 0
+    """Units under it so far."""
 
 
 def _with_sections(units: Sequence[Unit], scores: list[float], title: str) -> list[float]:
     """`scores` of a Page's `units`, each raised to what lying under a matched section
     earns it: the k-th unit after a section's own (its subsections', in document order)
-    scores at least `SUBSECTION_SHARE` ** k times that section's best own unit. A section is
-    a heading and what lies under it (SPEC §4), so a chosen section's subsections (its
-    examples, its options, which often repeat none of the question's words) follow it, in
-    order, while the room holds them, after it and before whatever scores less. The Page's
-    own title heading and the text before the first heading are no such section: everything
-    lies under the one, nothing under the other."""
-    share = SUBSECTION_SHARE
+    scores at least `SUBSECTION_SHARE` ** k times that section's best own unit (k up to
+    `SUBSECTION_UNITS`). A section is a heading and what lies under it (SPEC §4), so a
+    chosen section's subsections (its examples, its options, which often repeat none of the
+    question's words) follow it, in order, while the room holds them, after it and before
+    whatever scores less. The Page's own title heading and the text before the first heading
+    are no such section: everything lies under the one, nothing under the other."""
+    if not any(scores):
+        return scores
     key = _title_key(title)
     out = list(scores)
-    enclosing: list[list[float]] = []  # [depth, best own score, units under it so far]
+    enclosing: list[_Enclosing] = []
     for j, unit in enumerate(units):
         depth = len(unit.path)
         if unit.first:  # a section starts: those it does not lie under end
-            while enclosing and enclosing[-1][0] >= depth:
+            while enclosing and enclosing[-1].depth >= depth:
                 enclosing.pop()
-            above = enclosing
+            above = len(enclosing)
         else:  # a further run of the innermost section
-            above = enclosing[:-1]
+            above = len(enclosing) - 1
         inherited = 0.0
-        for section in above:
-            section[2] += 1
-            inherited = max(inherited, share ** section[2] * section[1])
-        out[j] = max(scores[j], inherited)
-        own = scores[j] if depth and _title_key(unit.path[-1]) != key else 0.0
+        for section in enclosing[:above]:
+            section.under += 1
+            if section.best and section.under <= SUBSECTION_UNITS:
+                inherited = max(inherited, SUBSECTION_SHARE**section.under * section.best)
+        if inherited > scores[j]:
+            out[j] = inherited
         if unit.first:
-            enclosing.append([depth, own, 0])
-        elif enclosing:
-            enclosing[-1][1] = max(enclosing[-1][1], own)
+            passes = depth > 0 and _title_key(unit.path[-1]) != key
+            enclosing.append(_Enclosing(depth, scores[j] if passes else None))
+        elif enclosing and enclosing[-1].best is not None:
+            enclosing[-1].best = max(enclosing[-1].best, scores[j])
     return out
 
 
