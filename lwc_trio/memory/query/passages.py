@@ -902,8 +902,8 @@ SUBSECTION_SHARE = 0.7
 key span they held without it, at 0.8 and 0.9 one fewer."""
 SUBSECTION_UNITS = 64
 """Units under a matched section that score a share of it, at most (0.7 ** 64 is 1e-10 of
-it): a section of 5,000 one-line subsections would otherwise make every one a candidate, at
-about twice the time to choose from them."""
+it): under a section of 5,000 one-line subsections matching nothing, each one was otherwise
+a candidate, 18-27 ms to focus that Page instead of 9-15."""
 
 
 @attrs.define
