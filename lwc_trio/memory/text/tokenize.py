@@ -89,14 +89,61 @@ _SPELL_OUT = str.maketrans(
 )
 
 _local = threading.local()
-# word -> stem, shared by all threads (dict reads and writes are atomic). Snowball costs about
-# a microsecond a word; a Wiki's vocabulary is small next to its text, so most words are
-# stemmed once per process. Cleared when it grows past `_STEM_CACHE_MAX` words; a word longer
-# than `_STEM_CACHE_WORD` characters (no English word, but a hostile Page can be one run of
-# letters) is stemmed each time instead, so the cache's size is bounded too.
-_STEMS: dict[str, str] = {}
-_STEM_CACHE_MAX = 500_000
+
+STEM_CACHE_BYTES = 64 * 2**20
+"""What the process's stem cache (`_STEMS`) holds at most, as `_Stems.add` weighs it: a
+Wiki's vocabulary is small next to its text (100,000 English words of 8 letters weigh 17
+MiB; the 246,000 distinct words of the scale benchmark's 100,000 Pages 41 MiB), so
+most words are stemmed once per process. Counted by words instead (500,000), a long session
+over many distinct long words kept about 120 MiB of ASCII ones and 200 MiB of Devanagari ones."""
+STEM_ENTRY_BYTES = 64
+"""A cache entry's share of its dictionary, beyond its two strings, from above (CPython keeps
+24 bytes a slot and a few index bytes, and up to three times the slots it uses)."""
 _STEM_CACHE_WORD = 64
+"""A longer word (no English word, but a hostile Page can be one run of letters) is stemmed
+each time instead of kept."""
+
+
+class _Stems:
+    """word -> stem, shared by all threads: dict reads and writes are atomic, and an addition
+    takes the lock. Snowball costs about a microsecond a word. Emptied when an addition
+    would take it past `STEM_CACHE_BYTES`."""
+
+    __slots__ = ("lock", "stems", "weight")
+
+    def __init__(self) -> None:
+        self.stems: dict[str, str] = {}
+        self.weight = 0
+        self.lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self.lock:
+            self.stems.clear()
+            self.weight = 0
+
+    def add(self, words: list[str], stems: list[str]) -> bool:
+        """Keep each of `words`' stem (in `stems`), unless they alone weigh more than the
+        cache may: whether they were kept. Weighed from above by their lengths (a string
+        takes at most 76 bytes and 4 a character, an ASCII one 49 and 1, and a stem is at
+        most a character longer than its word) instead of measuring each string, which
+        took a fifth of the time to stem a Page's new words."""
+        text = "".join(words)
+        if text.isascii():
+            added = (2 * 49 + 1 + STEM_ENTRY_BYTES) * len(words) + 2 * len(text)
+        else:
+            added = (2 * 76 + 4 + STEM_ENTRY_BYTES) * len(words) + 8 * len(text)
+        if added > STEM_CACHE_BYTES:
+            return False
+        with self.lock:
+            if self.weight + added > STEM_CACHE_BYTES:
+                self.stems.clear()  # the lock is held: not `clear`
+                self.weight = 0
+            self.stems.update(zip(words, stems, strict=True))
+            self.weight += added
+        return True
+
+
+_STEMS = _Stems()
 
 
 def _stemmer() -> Stemmer.Stemmer:
@@ -111,24 +158,28 @@ def _stemmer() -> Stemmer.Stemmer:
 def stem_words(words: list[str]) -> list[str]:
     """English Snowball stems of already folded words (same length, same order)."""
     cache = _STEMS
-    stems = list(map(cache.get, words))
+    get = cache.stems.get
+    stems = list(map(get, words))
     if all(stems):  # every word seen before (no stem is empty): the usual case
         return stems  # type: ignore[return-value]
     missing = [
-        word for word in dict.fromkeys(words) if len(word) <= _STEM_CACHE_WORD and word not in cache
+        word for word in dict.fromkeys(words) if len(word) <= _STEM_CACHE_WORD and not get(word)
     ]
     if missing:
-        if len(cache) > _STEM_CACHE_MAX:
-            cache.clear()
-        cache.update(zip(missing, _stemmer().stemWords(missing), strict=True))
-    get = cache.get
-    return [get(word) or _stemmer().stemWord(word) for word in words]
+        found = _stemmer().stemWords(missing)
+        kept = cache.add(missing, found)
+        # The words stemmed before keep their stems from above, should the cache empty.
+        get = cache.stems.get if kept else dict(zip(missing, found, strict=True)).get
+    return [
+        stem or get(word) or _stemmer().stemWord(word)
+        for word, stem in zip(words, stems, strict=True)
+    ]
 
 
 def known_stems(words: Sequence[str]) -> list[str]:
     """The stem of each of `words` this process has stemmed before (`stem_words`), else ""
     (no stem is empty): a dictionary look-up each, no Snowball."""
-    return list(map(_STEMS.get, words, itertools.repeat("")))
+    return list(map(_STEMS.stems.get, words, itertools.repeat("")))
 
 
 def fold(word: str) -> str:
