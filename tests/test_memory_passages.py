@@ -280,6 +280,106 @@ def test_a_chosen_sections_subsections_follow_it() -> None:
     assert "§ css.modules" not in body
 
 
+def _chosen(body: str, query: str, room: int, title: str = "Guide") -> str:
+    """`body`'s focused text, each `FILLER` shown as `<F>`."""
+    got = str(_fit(body, query, room, title=title)["body"])
+    return got.replace(FILLER.strip(), "<F>")
+
+
+def test_a_long_sections_next_runs_come_before_its_subsections() -> None:
+    """The rest of a chosen section follows it in document order: its own next run (which
+    matches nothing) before its subsection, so it reads as the Page has it, with no gap."""
+    body = (
+        "# Guide\n\n## Shortcuts\n\nAn alias shortens import paths.\n\n"
+        + "\n\n".join([FILLER] * 3)
+        + "\n\n### Object format\n\nEach key is replaced by its value.\n\n## Other\n\n"
+        + FILLER * 3
+    )
+    assert len(split_units(body)) == 5  # Shortcuts in two runs
+    got = _chosen(body, "alias", 4_000)
+    assert got.startswith("§ Shortcuts\nAn alias shortens import paths.\n\n<F> \n\n<F> \n\n<F> ")
+    assert "<F> \n\n### Object format\n\nEach key is replaced by its value." in got
+    assert got.count("§ ") == 1
+
+
+def test_subsections_follow_in_document_order() -> None:
+    """With room for one subsection and a part, the first comes whole and the second cut."""
+    body = (
+        "# Guide\n\n## Alias\n\nAn alias shortens import paths.\n\n### First format\n\n"
+        f"{FILLER}\n\n### Second format\n\n{FILLER}\n\n## Other\n\n{FILLER * 3}"
+    )
+    got = _chosen(body, "alias", 1_500)
+    assert "### First format\n\n<F> \n\n### Second format\n\nUnrelated prose" in got
+    assert "<F> \n\n[…]" not in got.split("### Second format")[1]
+
+
+def test_a_heading_without_text_ends_the_sections_it_is_not_under() -> None:
+    """`## API` holds no text of its own (a unit of none), yet its subsections lie under it,
+    not under the matched `## Alias` before it."""
+    body = (
+        "# Guide\n\n## Alias\n\nAn alias shortens import paths.\n\n## API\n\n"
+        f"### createServer\n\n{FILLER}\n\n### build\n\n{FILLER}\n\n## Other\n\n{FILLER * 3}"
+    )
+    assert _chosen(body, "alias", 2_000) == "§ Alias\nAn alias shortens import paths.\n\n[…]"
+
+
+@pytest.mark.parametrize(
+    ("top", "end"),
+    [("# Performance tips\n\n", ""), ("# Performance\n\n", f"# Appendix\n\n{FILLER}\n"), ("", "")],
+)
+def test_the_title_heading_and_the_preamble_pass_on_nothing(top: str, end: str) -> None:
+    """A first heading over every other one is the Page's title heading whatever it says (the
+    Page is titled "Performance", the heading "Performance tips"); so is a first heading
+    saying the title (another `#` heading follows); and the text before the first heading
+    lies over nothing: a match in that text brings no other section."""
+    body = (
+        f"{top}Alias lookups are cached for speed.\n\n## Validators\n\n{FILLER}\n\n"
+        f"## Serialization\n\n{FILLER}\n\n## More\n\n{FILLER * 3}\n\n{end}"
+    )
+    got = _chosen(body, "alias", 2_000, title="Performance")
+    assert got.count("Alias lookups") == 1
+    assert "Unrelated prose" not in got
+    assert "<F>" not in got
+
+
+def test_what_lies_under_a_section_scores_a_share_decaying_from_its_best_unit() -> None:
+    """Scores as `_with_sections` raises them: SUBSECTION_SHARE ** k of the section's best own
+    unit so far, k counting the units from that one; a unit keeps a better score of its own."""
+    share = passages_module.SUBSECTION_SHARE
+    body = (
+        "# T\n\n## A\n\n" + "\n\n".join([FILLER] * 3) + "\n\n### B\n\nbee\n\n"
+        "#### C\n\nsea\n\n### D\n\ndee\n\n## E\n\neel\n"
+    )
+    units = split_units(body)
+    assert [(u.path[1:], u.first) for u in units] == [
+        (("A",), True),
+        (("A",), False),
+        (("A", "B"), True),
+        (("A", "B", "C"), True),
+        (("A", "D"), True),
+        (("E",), True),
+    ]
+    raised, after = passages_module._with_sections(body, units, [0.2, 1.0, 0.0, 0.3, 0.9, 0.0], "T")
+    assert after == [-1, -1, 1, 1, -1, -1]
+    # A's best is its second run (index 1): B is 1 unit on, C 2 (and under B, which has no
+    # score of its own), D keeps its own 0.9 over 0.343, E lies under nothing.
+    assert raised == pytest.approx([0.2, 1.0, share, share**2, 0.9, 0.0])
+
+
+def test_the_rest_of_a_section_never_comes_without_its_match() -> None:
+    """A subsection earns its place from its section's matched text: when that text does not
+    fit (one fenced block longer than the room, which is never cut), the subsection, short
+    enough to fit, stays out too; a sliver under a heading path would say nothing."""
+    fence = "```python\n" + "alias = configure(paths)\n" * 60 + "```"
+    body = (
+        f"# Guide\n\n## Shortcuts\n\n{fence}\n\n### Note\n\nKeep it short.\n\n"
+        "## Other\n\nAn alias once, in passing.\n"
+    )
+    got = _chosen(body, "alias", 1_000)
+    assert "Keep it short" not in got
+    assert "§ Other\nAn alias once, in passing." in got
+
+
 def test_a_sections_share_reaches_a_bounded_number_of_units_under_it() -> None:
     """Only the first `SUBSECTION_UNITS` units under a matched section score a share of it:
     a section of thousands of one-line subsections would otherwise make each a candidate."""

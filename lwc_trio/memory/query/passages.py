@@ -11,9 +11,9 @@ heading and what lies under it), in document order:
 - **Scoring.** Every unit of every result Page is scored for the query as one collection:
   BM25 with the search's own analyzer (`tokenize.index_terms`), non-collapsing IDF and
   constants (`scoring.idf`, `scoring.DEFAULT_RANKING`), its heading path counted with it; times
-  its Page's prior from the search (`priors`). A unit under a matched section scores at
-  least a share of that section's (`_with_sections`): a section is what lies under its
-  heading, subsections included.
+  its Page's prior from the search (`priors`). The rest of a matched section (its next
+  runs, its subsections) scores at least a share of its match, and comes only after it
+  (`_with_sections`): a section is what lies under its heading.
 - **Taking.** Best first, each Page within its cap by rank (`caps`) and the answer within
   its room: a unit that fits is taken whole; a longer one is cut at a block boundary from its
   start (never inside a sentence, a list, a table, a fence or a container; a block that
@@ -896,62 +896,71 @@ def _pooled(analyses: Sequence[Analysis], query: Sequence[tuple[str, int]]) -> l
 
 
 SUBSECTION_SHARE = 0.7
-"""What a unit under a matched section scores at least, per unit between them (see
-`_with_sections`; a section's depth is at most six headings). Tuned on the documentation set
-(docs/memory.md, "Subsections follow their section"): from 0.5 to 0.75 the answers held every
-key span they held without it, at 0.8 and 0.9 one fewer."""
+"""The share of a section's match that each unit after it scores at least, raised to the
+number of units from it (`_with_sections`). Tuned on the documentation set (docs/memory.md,
+"The rest of a section follows it"): from 0.5 to 0.8 the answers held every key span they
+held without it, at 0.9 one fewer; passages under 200 characters were fewest at 0.7 and
+0.8."""
 SUBSECTION_UNITS = 64
-"""Units under a matched section that score a share of it, at most (0.7 ** 64 is 1e-10 of
-it): under a section of 5,000 one-line subsections matching nothing, each one was otherwise
-a candidate, 18-27 ms to focus that Page instead of 9-15."""
+"""Units after a section's best unit that score a share of it, at most (0.7 ** 64 is 1e-10 of
+it): a section of thousands of one-line subsections makes no more candidates than that."""
 
 
 @attrs.define
-class _Enclosing:
-    """A section a unit lies under or in, as `_with_sections` walks a Page."""
+class _Open:
+    """A section the walk of `_with_sections` is in or under."""
 
-    depth: int
+    level: int
     best: float | None
-    """Its best own unit's score; None for one that passes on nothing."""
-    under: int = 0
-    """Units under it so far."""
+    """Its best own unit's score so far; None for one that passes on nothing."""
+    at: int = -1
+    """The index of that unit."""
 
 
-def _with_sections(units: Sequence[Unit], scores: list[float], title: str) -> list[float]:
-    """`scores` of a Page's `units`, each raised to what lying under a matched section
-    earns it: the k-th unit after a section's own (its subsections', in document order)
-    scores at least `SUBSECTION_SHARE` ** k times that section's best own unit (k up to
-    `SUBSECTION_UNITS`). A section is a heading and what lies under it (SPEC §4), so a
-    chosen section's subsections (its examples, its options, which often repeat none of the
-    question's words) follow it, in order, while the room holds them, after it and before
-    whatever scores less. The Page's own title heading and the text before the first heading
-    are no such section: everything lies under the one, nothing under the other."""
+def _with_sections(
+    body: str, units: Sequence[Unit], scores: list[float], title: str
+) -> tuple[list[float], list[int]]:
+    """`scores` of `body`'s `units`, each raised to what lying under a matched heading earns
+    it, and for each the unit it earned it from (-1: its own score): the k-th unit after a
+    section's best own unit so far, in document order (its own further runs, then its
+    subsections), scores at least `SUBSECTION_SHARE` ** k times that unit's score, k up to
+    `SUBSECTION_UNITS`. A section is a heading and what lies under it (SPEC §4), so the rest
+    of a chosen section (a long one's next runs, its examples, its options, which often
+    repeat none of the question's words) follows it in order while the room holds it, before
+    whatever scores less; `allot` takes such a unit only after the one it earned its score
+    from. The Page's title heading (its first, when it says the title or lies over every
+    other heading) and the text before the first heading pass on nothing: the whole Page
+    lies under the one, nothing under the other. The walk is over the sections themselves,
+    so a heading with no text of its own ends the sections it does not lie under."""
+    after = [-1] * len(units)
     if not any(scores):
-        return scores
+        return scores, after
+    found = sections(body)
+    headed = [section for section in found if section.level]
+    first = headed[0] if headed else None
     key = _title_key(title)
     out = list(scores)
-    enclosing: list[_Enclosing] = []
-    for j, unit in enumerate(units):
-        depth = len(unit.path)
-        if unit.first:  # a section starts: those it does not lie under end
-            while enclosing and enclosing[-1].depth >= depth:
-                enclosing.pop()
-            above = len(enclosing)
-        else:  # a further run of the innermost section
-            above = len(enclosing) - 1
-        inherited = 0.0
-        for section in enclosing[:above]:
-            section.under += 1
-            if section.best and section.under <= SUBSECTION_UNITS:
-                inherited = max(inherited, SUBSECTION_SHARE**section.under * section.best)
-        if inherited > scores[j]:
-            out[j] = inherited
-        if unit.first:
-            passes = depth > 0 and _title_key(unit.path[-1]) != key
-            enclosing.append(_Enclosing(depth, scores[j] if passes else None))
-        elif enclosing and enclosing[-1].best is not None:
-            enclosing[-1].best = max(enclosing[-1].best, scores[j])
-    return out
+    enclosing: list[_Open] = []
+    j = 0
+    for section in found:
+        while enclosing and enclosing[-1].level >= section.level:
+            enclosing.pop()
+        titled = section is first and (
+            _title_key(section.path[-1]) == key
+            or all(other.level > section.level for other in headed[1:])
+        )
+        own = _Open(section.level, 0.0 if section.level and not titled else None)
+        while j < len(units) and units[j].start < section.end:
+            for above in (*enclosing, own):
+                if above.best and j - above.at <= SUBSECTION_UNITS:
+                    inherited = SUBSECTION_SHARE ** (j - above.at) * above.best
+                    if inherited > out[j]:
+                        out[j], after[j] = inherited, above.at
+            if own.best is not None and scores[j] > own.best:
+                own.best, own.at = scores[j], j
+            j += 1
+        enclosing.append(own)
+    return out, after
 
 
 def best_units(bodies: Sequence[str], query: Sequence[tuple[str, int]]) -> list[float | None]:
@@ -1003,6 +1012,14 @@ class _Taking:
         if i in self.whole:
             return
         entry = slot.cut_entry if i not in self.chosen else 0
+        # What follows, in short, before its intro is made: the unit (at least a cost unit a
+        # character) and its separators do not fit in what is left, which is too little to
+        # cut it to.
+        size = unit.end - unit.start
+        most = min(slot.cap - self.used[i], self.left - entry) - cost(_GAP) - 2
+        most_chars = min(slot.chars - self.used_chars[i], self.chars_left) - 2 * len(_GAP)
+        if min(most, most_chars) < MIN_CUT and (size > most or size > most_chars):
+            return
         intro = _intro(unit, slot.title)
         extra = cost(intro) + cost(_GAP) + 2  # its separator (or the end marker), quoting
         left_units = min(slot.cap - self.used[i], self.left - entry) - extra
@@ -1038,10 +1055,11 @@ def allot(
     Page whose units match nothing offers them in document order, after every match.
     Deterministic; pure."""
     analyses = [_analyzed(slot.body) for slot in slots]
-    scores = [
-        _with_sections(analysis[0], found, slot.title)
+    raised = [
+        _with_sections(slot.body, analysis[0], found, slot.title)
         for analysis, found, slot in zip(analyses, _pooled(analyses, query), slots, strict=True)
     ]
+    scores = [page_scores for page_scores, _after in raised]
     # (score, page, unit); unit -1 is the whole Page, tried before its units.
     candidates: list[tuple[float, int, int]] = []
     for i, slot in enumerate(slots):
@@ -1060,8 +1078,8 @@ def allot(
             break
         if j < 0:
             taking.take_whole(i)
-        else:
-            taking.take(i, j, analyses[i][0][j])
+        elif raised[i][1][j] < 0 or raised[i][1][j] in taking.chosen.get(i, ()):
+            taking.take(i, j, analyses[i][0][j])  # a section's rest only after its match
     chosen = taking.chosen
     rendered = {
         i: _render(slots[i].body, analyses[i][0], picked, slots[i].title)
