@@ -342,6 +342,17 @@ def test_the_title_heading_and_the_preamble_pass_on_nothing(top: str, end: str) 
     assert "<F>" not in got
 
 
+def test_a_first_heading_beside_others_at_its_level_is_a_section() -> None:
+    """Only a first heading over every other one is the title heading: one with a sibling at
+    its level is a section, and what lies under it follows its match."""
+    body = (
+        f"## Caching\n\nAlias lookups are cached for speed.\n\n### Sizes\n\n{FILLER}\n\n"
+        f"## Validators\n\n{FILLER * 3}\n"
+    )
+    got = _chosen(body, "alias", 2_000, title="Performance")
+    assert got.startswith("§ Caching\nAlias lookups are cached for speed.\n\n### Sizes\n\n<F>")
+
+
 def test_what_lies_under_a_section_scores_a_share_decaying_from_its_best_unit() -> None:
     """Scores as `_with_sections` raises them: SUBSECTION_SHARE ** k of the section's best own
     unit so far, k counting the units from that one; a unit keeps a better score of its own."""
@@ -378,6 +389,32 @@ def test_the_rest_of_a_section_never_comes_without_its_match() -> None:
     got = _chosen(body, "alias", 1_000)
     assert "Keep it short" not in got
     assert "§ Other\nAn alias once, in passing." in got
+
+
+def test_a_unit_that_matches_on_its_own_still_comes_when_its_section_does_not() -> None:
+    """A subsection that names the query itself comes at its own score when the section
+    whose share it earned never fits (one fenced block longer than the room): the share
+    raises a unit, never holds it back."""
+    fence = "```python\n" + "alias = configure(paths)\n" * 60 + "```"
+    body = (
+        f"# Guide\n\n## Shortcuts\n\n{fence}\n\n### Note\n\nThe alias must stay short. "
+        f"{FILLER[:300]}\n\n## Other\n\n{FILLER}\n"
+    )
+    got = _chosen(body, "alias", 1_000)
+    assert got.startswith("[…]\n\n§ Shortcuts › Note\nThe alias must stay short.")
+
+
+def test_a_units_share_waits_for_its_own_section_not_any_other() -> None:
+    """The section chosen first (Alias) is not the one Note lies under (Shortcuts, whose
+    match does not fit): Note, which names nothing asked, stays out."""
+    fence = "```python\n" + "alias = configure(paths)\n" * 60 + "```"
+    body = (
+        "# Guide\n\n## Alias\n\nAn alias, alias for short.\n\n"
+        f"## Shortcuts\n\n{fence}\n\n### Note\n\nKeep it short.\n"
+    )
+    got = _chosen(body, "alias", 1_000)
+    assert got.startswith("§ Alias\nAn alias, alias for short.")
+    assert "Keep it short" not in got
 
 
 def test_a_sections_share_reaches_a_bounded_number_of_units_under_it() -> None:

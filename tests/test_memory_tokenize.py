@@ -222,6 +222,33 @@ def test_the_stem_cache_holds_at_most_its_budget(monkeypatch: pytest.MonkeyPatch
     assert kept <= tokenize.STEM_CACHE_BYTES * 1.1
 
 
+@pytest.mark.parametrize(
+    "letters",
+    ["abcdefgh", "éàü" * 3, "ह" * 60, "\U0001d49c" * 60],
+    ids=["ascii", "latin-1", "two-byte", "four-byte"],
+)
+def test_the_stem_cache_weighs_what_it_keeps_from_above(
+    monkeypatch: pytest.MonkeyPatch, letters: str
+) -> None:
+    """What `_Stems.add` counts for a batch of new words (ASCII, Latin-1, two- and four-byte
+    characters, up to the 64 kept) is at least what they keep, measured with tracemalloc."""
+    from lwc_trio.memory.text import tokenize
+
+    monkeypatch.setattr(tokenize, "_STEMS", tokenize._Stems())
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        words = [f"{letters}{n:04d}" for n in range(2_000)]
+        stem_words(words)
+        del words
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 0 < kept <= tokenize._STEMS.weight
+
+
 def test_words_too_many_to_keep_are_still_stemmed(monkeypatch: pytest.MonkeyPatch) -> None:
     """New words that alone weigh more than the cache may are stemmed and not kept, and the
     words found in the cache keep their stems."""

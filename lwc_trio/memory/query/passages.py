@@ -899,8 +899,8 @@ SUBSECTION_SHARE = 0.7
 """The share of a section's match that each unit after it scores at least, raised to the
 number of units from it (`_with_sections`). Tuned on the documentation set (docs/memory.md,
 "The rest of a section follows it"): from 0.5 to 0.8 the answers held every key span they
-held without it, at 0.9 one fewer; passages under 200 characters were fewest at 0.7 and
-0.8."""
+held without it, at 0.9 one fewer; passages under 200 characters were fewest at 0.8 (5.0 %)
+and 0.7 (5.1 %)."""
 SUBSECTION_UNITS = 64
 """Units after a section's best unit that score a share of it, at most (0.7 ** 64 is 1e-10 of
 it): a section of thousands of one-line subsections makes no more candidates than that."""
@@ -1055,31 +1055,41 @@ def allot(
     Page whose units match nothing offers them in document order, after every match.
     Deterministic; pure."""
     analyses = [_analyzed(slot.body) for slot in slots]
+    own = _pooled(analyses, query)
     raised = [
         _with_sections(slot.body, analysis[0], found, slot.title)
-        for analysis, found, slot in zip(analyses, _pooled(analyses, query), slots, strict=True)
+        for analysis, found, slot in zip(analyses, own, slots, strict=True)
     ]
     scores = [page_scores for page_scores, _after in raised]
-    # (score, page, unit); unit -1 is the whole Page, tried before its units.
-    candidates: list[tuple[float, int, int]] = []
+    # (score, page, unit, the unit it must come after or -1); unit -1 is the whole Page,
+    # tried before its units. A unit that earned a share of a section's match comes only
+    # after that match, and, should the match not come, at its own score.
+    candidates: list[tuple[float, int, int, int]] = []
     for i, slot in enumerate(slots):
-        page_scores = scores[i]
+        page_scores, after = raised[i]
         best = max(page_scores, default=0.0)
         if slot.whole and len(slot.body) <= slot.chars:
-            candidates.append((best * slot.prior, i, -1))
+            candidates.append((best * slot.prior, i, -1, -1))
         if best > 0.0:
-            candidates.extend((s * slot.prior, i, j) for j, s in enumerate(page_scores) if s)
+            candidates.extend(
+                (s * slot.prior, i, j, after[j]) for j, s in enumerate(page_scores) if s
+            )
+            candidates.extend(
+                (s * slot.prior, i, j, -1) for j, s in enumerate(own[i]) if s and after[j] >= 0
+            )
         else:
-            candidates.extend((0.0, i, j) for j in range(len(page_scores)))
-    candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+            candidates.extend((0.0, i, j, -1) for j in range(len(page_scores)))
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2], c[3]))
     taking = _Taking(slots, room, chars)
-    for _score, i, j in candidates:
+    for _score, i, j, source in candidates:
         if taking.left < MIN_CUT:
             break
         if j < 0:
             taking.take_whole(i)
-        elif raised[i][1][j] < 0 or raised[i][1][j] in taking.chosen.get(i, ()):
-            taking.take(i, j, analyses[i][0][j])  # a section's rest only after its match
+            continue
+        taken = taking.chosen.get(i, {})
+        if j not in taken and (source < 0 or source in taken):
+            taking.take(i, j, analyses[i][0][j])
     chosen = taking.chosen
     rendered = {
         i: _render(slots[i].body, analyses[i][0], picked, slots[i].title)
